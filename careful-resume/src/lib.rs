@@ -1,0 +1,1 @@
+//! careful-resume (work in progress).

@@ -1,0 +1,1 @@
+//! ex-token (work in progress).

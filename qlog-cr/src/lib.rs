@@ -1,0 +1,1 @@
+//! qlog-cr (work in progress).
