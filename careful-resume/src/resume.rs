@@ -1,0 +1,362 @@
+//! The window-based Careful Resume state machine (RFC 9959, section 4).
+
+use std::time::{Duration, Instant};
+
+use crate::events::{Ack, Congestion, PacketSent};
+use crate::params::{Config, SavedState};
+use crate::phase::{Phase, Transition, Trigger, WindowControl};
+use crate::recon::{Reconnaissance, Verdict};
+
+/// Careful Resume for one path of a connection that starts with a saved set.
+///
+/// Create it when the connection may use the saved set (not already in use by
+/// another connection, not expired, same remote endpoint); it starts in
+/// Reconnaissance. Feed it every event; each returns the [`Transition`] to
+/// apply, if the phase changed. Once [`CarefulResume::is_active`] is false it
+/// never acts again.
+#[derive(Clone, Debug)]
+pub struct CarefulResume {
+    config: Config,
+    saved: SavedState,
+    jump_window: usize,
+    phase: Phase,
+    recon: Reconnaissance,
+    pipesize: usize,
+    /// The window imposed in Safe Retreat.
+    retreat_window: usize,
+    largest_sent_pn: Option<u64>,
+    first_unvalidated_pn: Option<u64>,
+    last_unvalidated_pn: Option<u64>,
+    unvalidated_since: Option<Instant>,
+    current_rtt: Duration,
+    saved_set_consumed: bool,
+}
+
+impl CarefulResume {
+    /// Starts Reconnaissance for a connection resuming from `saved`.
+    pub fn new(config: Config, saved: SavedState) -> Self {
+        CarefulResume {
+            config,
+            saved,
+            jump_window: config.jump_window(&saved),
+            phase: Phase::Reconnaissance,
+            recon: Reconnaissance::new(),
+            pipesize: 0,
+            retreat_window: 0,
+            largest_sent_pn: None,
+            first_unvalidated_pn: None,
+            last_unvalidated_pn: None,
+            unvalidated_since: None,
+            current_rtt: saved.rtt,
+            saved_set_consumed: false,
+        }
+    }
+
+    /// Call after sending an application-space packet that counts in flight.
+    pub fn on_packet_sent(&mut self, sent: &PacketSent) -> Option<Transition> {
+        if !self.is_active() {
+            return None;
+        }
+        self.largest_sent_pn = Some(sent.pn);
+        match self.phase {
+            Phase::Reconnaissance => {
+                self.recon.on_packet_sent(sent);
+                self.try_jump(sent.cwnd, sent.bytes_in_flight, sent.now)
+            }
+            Phase::Unvalidated => {
+                self.first_unvalidated_pn.get_or_insert(sent.pn);
+                let room = self.jump_window.saturating_sub(sent.bytes_in_flight);
+                if room < self.config.max_datagram_size() {
+                    self.leave_unvalidated(
+                        Trigger::LastUnvalidatedPacketSent,
+                        sent.bytes_in_flight,
+                        sent.now,
+                    )
+                } else if self.unvalidated_rtt_exceeded(sent.now) {
+                    self.leave_unvalidated(Trigger::RttExceeded, sent.bytes_in_flight, sent.now)
+                } else {
+                    None
+                }
+            }
+            Phase::Validating | Phase::SafeRetreat | Phase::Normal => None,
+        }
+    }
+
+    /// Call after processing an ACK frame that newly acknowledged packets,
+    /// in any packet number space (the handshake ACK gives the first RTT sample).
+    pub fn on_ack(&mut self, ack: &Ack) -> Option<Transition> {
+        if !self.is_active() {
+            return None;
+        }
+        self.current_rtt = ack.smoothed_rtt;
+        match self.phase {
+            Phase::Reconnaissance => {
+                match self.recon.on_ack(ack, &self.config, &self.saved) {
+                    Verdict::Abandon(trigger) => Some(self.end(trigger, None, None, ack.now)),
+                    Verdict::Wait | Verdict::Ready => {
+                        self.try_jump(ack.cwnd, ack.bytes_in_flight, ack.now)
+                    }
+                }
+            }
+            Phase::Unvalidated => {
+                self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
+                let first_acked = match (ack.largest_acked, self.first_unvalidated_pn) {
+                    (Some(acked), Some(first)) => acked >= first,
+                    _ => false,
+                };
+                if first_acked {
+                    self.leave_unvalidated(
+                        Trigger::FirstUnvalidatedPacketAcknowledged,
+                        ack.bytes_in_flight,
+                        ack.now,
+                    )
+                } else if self.unvalidated_rtt_exceeded(ack.now) {
+                    self.leave_unvalidated(Trigger::RttExceeded, ack.bytes_in_flight, ack.now)
+                } else {
+                    None
+                }
+            }
+            Phase::Validating => {
+                self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
+                if self.covers_last_unvalidated(ack) {
+                    let trigger = Trigger::LastUnvalidatedPacketAcknowledged;
+                    Some(self.end(trigger, None, None, ack.now))
+                } else {
+                    None
+                }
+            }
+            Phase::SafeRetreat => {
+                self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
+                if self.covers_last_unvalidated(ack) {
+                    let ssthresh = self.config.beta().apply(self.pipesize);
+                    Some(self.end(Trigger::ExitRecovery, None, Some(ssthresh), ack.now))
+                } else {
+                    None
+                }
+            }
+            Phase::Normal => None,
+        }
+    }
+
+    /// Call when loss or ECN-CE signals congestion (after the base controller
+    /// reacted, so the returned window overrides its reduction).
+    pub fn on_congestion(&mut self, signal: Congestion, now: Instant) -> Option<Transition> {
+        let trigger = match signal {
+            Congestion::Loss => Trigger::PacketLoss,
+            Congestion::EcnCe => Trigger::EcnCe,
+        };
+        self.on_path_trouble(trigger, now)
+    }
+
+    /// Call when the stack detects a change of path (new remote address,
+    /// migration): the saved set describes another path.
+    pub fn on_path_change(&mut self, now: Instant) -> Option<Transition> {
+        self.on_path_trouble(Trigger::PathChanged, now)
+    }
+
+    /// Call on persistent congestion: Careful Resume ends at once, leaving the
+    /// base controller's collapsed window in place.
+    pub fn on_persistent_congestion(&mut self, now: Instant) -> Option<Transition> {
+        if !self.is_active() {
+            return None;
+        }
+        // A jump that ends in persistent congestion discredits the saved set.
+        if self.phase != Phase::Reconnaissance {
+            self.saved_set_consumed = true;
+        }
+        Some(self.end(Trigger::PacketLoss, None, None, now))
+    }
+
+    /// Whether Careful Resume may still act. Once false, it stays false and
+    /// every event returns `None`: the hot path can skip it with this check.
+    #[inline]
+    pub fn is_active(&self) -> bool {
+        self.phase != Phase::Normal
+    }
+
+    /// The current phase.
+    #[inline]
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The window Careful Resume imposes, if it holds the window now.
+    #[inline]
+    pub fn window(&self) -> Option<WindowControl> {
+        match self.phase {
+            Phase::Unvalidated => Some(WindowControl::Fixed(self.jump_window)),
+            Phase::SafeRetreat => Some(WindowControl::Cap(self.retreat_window)),
+            Phase::Reconnaissance | Phase::Validating | Phase::Normal => None,
+        }
+    }
+
+    /// Whether the base controller must not grow its window on ACKs.
+    #[inline]
+    pub fn suppresses_growth(&self) -> bool {
+        matches!(self.phase, Phase::Unvalidated | Phase::SafeRetreat)
+    }
+
+    /// While unvalidated, the pacing rate in bytes per second: the jump
+    /// window spread over the current RTT (never the saved RTT).
+    pub fn pacing_rate(&self) -> Option<u64> {
+        if self.phase != Phase::Unvalidated {
+            return None;
+        }
+        let nanos = self.current_rtt.as_nanos().max(1);
+        let rate = self.jump_window as u128 * 1_000_000_000 / nanos;
+        Some(u64::try_from(rate).unwrap_or(u64::MAX).max(1))
+    }
+
+    /// While unvalidated, the gap to leave after a packet of `bytes`:
+    /// current_rtt x bytes / jump_window.
+    pub fn pacing_interval(&self, bytes: usize) -> Option<Duration> {
+        if self.phase != Phase::Unvalidated {
+            return None;
+        }
+        let nanos =
+            self.current_rtt.as_nanos() * bytes as u128 / self.jump_window.max(1) as u128;
+        Some(Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
+    }
+
+    /// The largest burst the pacer may release at once while unvalidated (IW).
+    pub fn max_burst(&self) -> usize {
+        self.config.initial_window()
+    }
+
+    /// The jump window: min(max_jump, saved_cwnd / 2).
+    pub fn jump_window(&self) -> usize {
+        self.jump_window
+    }
+
+    /// PipeSize: the capacity validated so far, in bytes.
+    pub fn pipesize(&self) -> usize {
+        self.pipesize
+    }
+
+    /// The saved set this connection resumes from.
+    pub fn saved(&self) -> SavedState {
+        self.saved
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Whether the saved set must be deleted and never used again.
+    pub fn saved_set_consumed(&self) -> bool {
+        self.saved_set_consumed
+    }
+
+    fn try_jump(&mut self, cwnd: usize, bytes_in_flight: usize, now: Instant) -> Option<Transition> {
+        match self.recon.verdict(&self.config, self.jump_window, cwnd) {
+            Verdict::Wait => None,
+            Verdict::Abandon(trigger) => Some(self.end(trigger, None, None, now)),
+            Verdict::Ready => {
+                self.pipesize = bytes_in_flight;
+                self.unvalidated_since = Some(now);
+                Some(self.change(
+                    Phase::Unvalidated,
+                    Trigger::CongestionWindowLimited,
+                    Some(self.jump_window),
+                    None,
+                    now,
+                ))
+            }
+        }
+    }
+
+    fn unvalidated_rtt_exceeded(&self, now: Instant) -> bool {
+        self.unvalidated_since
+            .is_some_and(|since| now.saturating_duration_since(since) > self.current_rtt)
+    }
+
+    fn covers_last_unvalidated(&self, ack: &Ack) -> bool {
+        match (ack.largest_acked, self.last_unvalidated_pn) {
+            (Some(acked), Some(last)) => acked >= last,
+            _ => false,
+        }
+    }
+
+    /// Ends the Unvalidated phase: keep the validated PipeSize when the jump
+    /// window was not used, otherwise validate what is in flight.
+    fn leave_unvalidated(
+        &mut self,
+        trigger: Trigger,
+        flight: usize,
+        now: Instant,
+    ) -> Option<Transition> {
+        let iw = self.config.initial_window();
+        match self.largest_sent_pn {
+            Some(last) if flight >= iw && flight > self.pipesize => {
+                self.last_unvalidated_pn = Some(last);
+                Some(self.change(Phase::Validating, trigger, Some(flight), None, now))
+            }
+            _ => {
+                // Never below IW without congestion (the seed dissertation's defect).
+                let cwnd = self.pipesize.max(iw);
+                Some(self.end(Trigger::RateLimited, Some(cwnd), None, now))
+            }
+        }
+    }
+
+    /// Congestion or a path change: abandon before the jump, retreat after it.
+    fn on_path_trouble(&mut self, trigger: Trigger, now: Instant) -> Option<Transition> {
+        match self.phase {
+            Phase::Reconnaissance => Some(self.end(trigger, None, None, now)),
+            Phase::Unvalidated | Phase::Validating => {
+                if self.last_unvalidated_pn.is_none() {
+                    self.last_unvalidated_pn = self.largest_sent_pn;
+                }
+                self.retreat_window = self.safe_retreat_window();
+                self.saved_set_consumed = true;
+                let window = Some(self.retreat_window);
+                Some(self.change(Phase::SafeRetreat, trigger, window, None, now))
+            }
+            Phase::SafeRetreat | Phase::Normal => None,
+        }
+    }
+
+    /// PipeSize / 2 in whole datagrams, at most the jump window, at least the
+    /// minimum window of two datagrams.
+    fn safe_retreat_window(&self) -> usize {
+        let mss = self.config.max_datagram_size();
+        let half = self.pipesize / 2 / mss * mss;
+        half.min(self.jump_window).max(self.config.minimum_window())
+    }
+
+    fn end(
+        &mut self,
+        trigger: Trigger,
+        cwnd: Option<usize>,
+        ssthresh: Option<usize>,
+        now: Instant,
+    ) -> Transition {
+        self.change(Phase::Normal, trigger, cwnd, ssthresh, now)
+    }
+
+    fn change(
+        &mut self,
+        to: Phase,
+        trigger: Trigger,
+        cwnd: Option<usize>,
+        ssthresh: Option<usize>,
+        now: Instant,
+    ) -> Transition {
+        let from = self.phase;
+        self.phase = to;
+        Transition {
+            from,
+            to,
+            trigger,
+            cwnd,
+            ssthresh,
+            pipesize: self.pipesize,
+            first_unvalidated_pn: self.first_unvalidated_pn,
+            last_unvalidated_pn: self.last_unvalidated_pn,
+            saved: self.saved,
+            saved_set_consumed: self.saved_set_consumed,
+            at: now,
+        }
+    }
+}
