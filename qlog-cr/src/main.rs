@@ -1,0 +1,3 @@
+//! The `qlog-cr` command-line tool (being written).
+
+fn main() {}
