@@ -206,7 +206,8 @@ impl BbrResume {
     /// The pacing rate BBR must use given its own Startup rate
     /// (bw x startup_pacing_gain), in bytes per second.
     pub fn pacing_rate(&self, bbr_pacing_rate: u64) -> u64 {
-        self.probing_rate().map_or(bbr_pacing_rate, |probe| probe.max(bbr_pacing_rate))
+        self.probing_rate()
+            .map_or(bbr_pacing_rate, |probe| probe.max(bbr_pacing_rate))
     }
 
     /// The congestion window BBR must use given its bandwidth estimate (bytes
@@ -252,11 +253,16 @@ impl BbrResume {
         }
     }
 
-    fn on_path_trouble(&mut self, trigger: Trigger, now: Instant) -> Option<(Transition, BbrAction)> {
+    fn on_path_trouble(
+        &mut self,
+        trigger: Trigger,
+        now: Instant,
+    ) -> Option<(Transition, BbrAction)> {
         match self.phase {
-            Phase::Reconnaissance => {
-                Some((self.change(Phase::Normal, trigger, now), BbrAction::Continue))
-            }
+            Phase::Reconnaissance => Some((
+                self.change(Phase::Normal, trigger, now),
+                BbrAction::Continue,
+            )),
             Phase::Unvalidated | Phase::Validating => {
                 if self.last_unvalidated_pn.is_none() {
                     self.last_unvalidated_pn = self.largest_sent_pn;

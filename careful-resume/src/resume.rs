@@ -90,14 +90,12 @@ impl CarefulResume {
         }
         self.current_rtt = ack.smoothed_rtt;
         match self.phase {
-            Phase::Reconnaissance => {
-                match self.recon.on_ack(ack, &self.config, &self.saved) {
-                    Verdict::Abandon(trigger) => Some(self.end(trigger, None, None, ack.now)),
-                    Verdict::Wait | Verdict::Ready => {
-                        self.try_jump(ack.cwnd, ack.bytes_in_flight, ack.now)
-                    }
+            Phase::Reconnaissance => match self.recon.on_ack(ack, &self.config, &self.saved) {
+                Verdict::Abandon(trigger) => Some(self.end(trigger, None, None, ack.now)),
+                Verdict::Wait | Verdict::Ready => {
+                    self.try_jump(ack.cwnd, ack.bytes_in_flight, ack.now)
                 }
-            }
+            },
             Phase::Unvalidated => {
                 self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
                 let first_acked = match (ack.largest_acked, self.first_unvalidated_pn) {
@@ -213,9 +211,10 @@ impl CarefulResume {
         if self.phase != Phase::Unvalidated {
             return None;
         }
-        let nanos =
-            self.current_rtt.as_nanos() * bytes as u128 / self.jump_window.max(1) as u128;
-        Some(Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
+        let nanos = self.current_rtt.as_nanos() * bytes as u128 / self.jump_window.max(1) as u128;
+        Some(Duration::from_nanos(
+            u64::try_from(nanos).unwrap_or(u64::MAX),
+        ))
     }
 
     /// The largest burst the pacer may release at once while unvalidated (IW).
@@ -248,7 +247,12 @@ impl CarefulResume {
         self.saved_set_consumed
     }
 
-    fn try_jump(&mut self, cwnd: usize, bytes_in_flight: usize, now: Instant) -> Option<Transition> {
+    fn try_jump(
+        &mut self,
+        cwnd: usize,
+        bytes_in_flight: usize,
+        now: Instant,
+    ) -> Option<Transition> {
         match self.recon.verdict(&self.config, self.jump_window, cwnd) {
             Verdict::Wait => None,
             Verdict::Abandon(trigger) => Some(self.end(trigger, None, None, now)),

@@ -24,7 +24,10 @@ fn jumps_when_cwnd_limited_after_the_handshake_flight_is_acked() {
     let mut cr = CarefulResume::new(config(), saved(200));
     handshake_acked(&mut cr, &clock);
     for pn in 0..9 {
-        assert_eq!(cr.on_packet_sent(&sent(pn, pkts(pn as usize + 1), false, clock.at(101))), None);
+        assert_eq!(
+            cr.on_packet_sent(&sent(pn, pkts(pn as usize + 1), false, clock.at(101))),
+            None
+        );
     }
     let t = assert_change(
         cr.on_packet_sent(&sent(9, pkts(10), true, clock.at(101))),
@@ -35,7 +38,10 @@ fn jumps_when_cwnd_limited_after_the_handshake_flight_is_acked() {
     assert_eq!(t.cwnd, Some(pkts(100)));
     assert_eq!(t.ssthresh, None);
     assert_eq!(t.pipesize, pkts(10));
-    assert_eq!((t.first_unvalidated_pn, t.last_unvalidated_pn), (None, None));
+    assert_eq!(
+        (t.first_unvalidated_pn, t.last_unvalidated_pn),
+        (None, None)
+    );
     assert_eq!(t.saved, saved(200));
     assert!(!t.saved_set_consumed);
     assert_eq!(t.at, clock.at(101));
@@ -52,7 +58,13 @@ fn paces_the_jump_window_over_the_current_rtt() {
     assert_eq!(cr.pacing_interval(MSS), Some(Duration::from_millis(1)));
     assert_eq!(cr.max_burst(), IW);
     // The current RTT, not the saved one, sets the pace.
-    let slower = ack(Some(0), MSS, pkts(9), Duration::from_millis(200), clock.at(102));
+    let slower = ack(
+        Some(0),
+        MSS,
+        pkts(9),
+        Duration::from_millis(200),
+        clock.at(102),
+    );
     assert_eq!(cr.on_ack(&slower), None);
     assert_eq!(cr.pacing_rate(), Some(600_000));
     assert_eq!(cr.pacing_interval(MSS), Some(Duration::from_millis(2)));
@@ -64,9 +76,15 @@ fn an_app_limited_sender_waits_in_reconnaissance() {
     let mut cr = CarefulResume::new(config(), saved(200));
     handshake_acked(&mut cr, &clock);
     for pn in 0..5 {
-        assert_eq!(cr.on_packet_sent(&sent(pn, pkts(pn as usize + 1), false, clock.at(101))), None);
+        assert_eq!(
+            cr.on_packet_sent(&sent(pn, pkts(pn as usize + 1), false, clock.at(101))),
+            None
+        );
     }
-    assert_eq!(cr.on_ack(&ack(Some(4), pkts(5), 0, RTT, clock.at(201))), None);
+    assert_eq!(
+        cr.on_ack(&ack(Some(4), pkts(5), 0, RTT, clock.at(201))),
+        None
+    );
     assert_eq!(cr.phase(), Phase::Reconnaissance);
     assert_eq!(cr.window(), None);
     assert!(!cr.suppresses_growth());
@@ -77,18 +95,35 @@ fn an_app_limited_sender_waits_in_reconnaissance() {
 fn a_cwnd_limited_sender_waits_for_an_rtt_sample() {
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config(), saved(200));
-    assert_eq!(cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(0))), None);
+    assert_eq!(
+        cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(0))),
+        None
+    );
     // The ACK of that flight brings the sample and the jump.
     let t = cr.on_ack(&ack(Some(0), MSS, pkts(9), RTT, clock.at(100)));
-    let t = assert_change(t, Phase::Reconnaissance, Phase::Unvalidated, Trigger::CongestionWindowLimited);
+    let t = assert_change(
+        t,
+        Phase::Reconnaissance,
+        Phase::Unvalidated,
+        Trigger::CongestionWindowLimited,
+    );
     assert_eq!(t.pipesize, pkts(9));
 }
 
 fn recon_after_rtt(min_rtt_micros: u64) -> Option<Transition> {
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config(), saved(200));
-    assert_eq!(cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(0))), None);
-    cr.on_ack(&ack(Some(0), MSS, pkts(9), Duration::from_micros(min_rtt_micros), clock.at(100)))
+    assert_eq!(
+        cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(0))),
+        None
+    );
+    cr.on_ack(&ack(
+        Some(0),
+        MSS,
+        pkts(9),
+        Duration::from_micros(min_rtt_micros),
+        clock.at(100),
+    ))
 }
 
 #[test]
@@ -101,7 +136,10 @@ fn rtt_at_or_below_half_the_saved_rtt_is_not_validated() {
     );
     assert_eq!((t.cwnd, t.ssthresh), (None, None));
     assert!(!t.saved_set_consumed);
-    assert_eq!(recon_after_rtt(50_001).map(|t| t.to), Some(Phase::Unvalidated));
+    assert_eq!(
+        recon_after_rtt(50_001).map(|t| t.to),
+        Some(Phase::Unvalidated)
+    );
 }
 
 #[test]
@@ -112,7 +150,10 @@ fn rtt_above_ten_times_the_saved_rtt_is_not_validated() {
         Phase::Normal,
         Trigger::RttNotValidated,
     );
-    assert_eq!(recon_after_rtt(1_000_000).map(|t| t.to), Some(Phase::Unvalidated));
+    assert_eq!(
+        recon_after_rtt(1_000_000).map(|t| t.to),
+        Some(Phase::Unvalidated)
+    );
 }
 
 #[test]
@@ -120,8 +161,19 @@ fn rtt_upper_factor_is_configurable() {
     let clock = Clock::new();
     let config = config().with_rtt_upper_factor(NonZeroU32::new(2).unwrap());
     let mut cr = CarefulResume::new(config, saved(200));
-    let t = cr.on_ack(&ack(None, MSS, 0, Duration::from_millis(201), clock.at(201)));
-    assert_change(t, Phase::Reconnaissance, Phase::Normal, Trigger::RttNotValidated);
+    let t = cr.on_ack(&ack(
+        None,
+        MSS,
+        0,
+        Duration::from_millis(201),
+        clock.at(201),
+    ));
+    assert_change(
+        t,
+        Phase::Reconnaissance,
+        Phase::Normal,
+        Trigger::RttNotValidated,
+    );
 }
 
 #[test]
@@ -131,7 +183,12 @@ fn no_jump_when_half_the_saved_window_is_not_above_the_current_one() {
     let mut cr = CarefulResume::new(config(), saved(20));
     handshake_acked(&mut cr, &clock);
     let t = cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(101)));
-    let t = assert_change(t, Phase::Reconnaissance, Phase::Normal, Trigger::CongestionWindowLimited);
+    let t = assert_change(
+        t,
+        Phase::Reconnaissance,
+        Phase::Normal,
+        Trigger::CongestionWindowLimited,
+    );
     assert_eq!(t.cwnd, None);
 
     // Slow start already grew the window to 30 datagrams = saved_cwnd / 2.
@@ -139,7 +196,12 @@ fn no_jump_when_half_the_saved_window_is_not_above_the_current_one() {
     handshake_acked(&mut cr, &clock);
     let mut grown = sent(0, pkts(30), true, clock.at(101));
     grown.cwnd = pkts(30);
-    assert_change(cr.on_packet_sent(&grown), Phase::Reconnaissance, Phase::Normal, Trigger::CongestionWindowLimited);
+    assert_change(
+        cr.on_packet_sent(&grown),
+        Phase::Reconnaissance,
+        Phase::Normal,
+        Trigger::CongestionWindowLimited,
+    );
 }
 
 #[test]
@@ -147,7 +209,9 @@ fn max_jump_bounds_the_jump_window() {
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config().with_max_jump(pkts(40)), saved(200));
     handshake_acked(&mut cr, &clock);
-    let t = cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(101))).unwrap();
+    let t = cr
+        .on_packet_sent(&sent(0, pkts(10), true, clock.at(101)))
+        .unwrap();
     assert_eq!(t.cwnd, Some(pkts(40)));
     assert_eq!(cr.jump_window(), pkts(40));
 }
@@ -158,11 +222,25 @@ fn strict_initial_data_waits_for_a_further_initial_window() {
     let config = config().with_initial_data(InitialData::ExtraWindow);
     let mut cr = CarefulResume::new(config, saved(200));
     handshake_acked(&mut cr, &clock);
-    assert_eq!(cr.on_packet_sent(&sent(9, pkts(10), true, clock.at(101))), None);
-    assert_eq!(cr.on_ack(&ack(Some(4), pkts(5), pkts(5), RTT, clock.at(201))), None);
-    assert_eq!(cr.on_packet_sent(&sent(10, pkts(6), true, clock.at(201))), None);
+    assert_eq!(
+        cr.on_packet_sent(&sent(9, pkts(10), true, clock.at(101))),
+        None
+    );
+    assert_eq!(
+        cr.on_ack(&ack(Some(4), pkts(5), pkts(5), RTT, clock.at(201))),
+        None
+    );
+    assert_eq!(
+        cr.on_packet_sent(&sent(10, pkts(6), true, clock.at(201))),
+        None
+    );
     let t = cr.on_ack(&ack(Some(9), pkts(5), pkts(1), RTT, clock.at(202)));
-    assert_change(t, Phase::Reconnaissance, Phase::Unvalidated, Trigger::CongestionWindowLimited);
+    assert_change(
+        t,
+        Phase::Reconnaissance,
+        Phase::Unvalidated,
+        Trigger::CongestionWindowLimited,
+    );
 }
 
 #[test]
@@ -181,7 +259,10 @@ fn congestion_or_path_change_in_reconnaissance_ends_without_touching_the_window(
             None => cr.on_path_change(clock.at(150)),
         };
         let t = assert_change(t, Phase::Reconnaissance, Phase::Normal, trigger);
-        assert_eq!((t.cwnd, t.ssthresh, t.saved_set_consumed), (None, None, false));
+        assert_eq!(
+            (t.cwnd, t.ssthresh, t.saved_set_consumed),
+            (None, None, false)
+        );
         assert!(!cr.is_active());
     }
 }
@@ -199,12 +280,18 @@ fn filling_the_jump_window_moves_to_validating() {
         Trigger::LastUnvalidatedPacketSent,
     );
     assert_eq!(t.cwnd, Some(pkts(100)));
-    assert_eq!((t.first_unvalidated_pn, t.last_unvalidated_pn), (Some(10), Some(99)));
+    assert_eq!(
+        (t.first_unvalidated_pn, t.last_unvalidated_pn),
+        (Some(10), Some(99))
+    );
     assert_eq!(cr.window(), None);
     assert!(!cr.suppresses_growth());
 
     // Validating: PipeSize grows, and the ACK of pn 99 ends Careful Resume.
-    assert_eq!(cr.on_ack(&ack(Some(50), pkts(51), pkts(49), RTT, clock.at(201))), None);
+    assert_eq!(
+        cr.on_ack(&ack(Some(50), pkts(51), pkts(49), RTT, clock.at(201))),
+        None
+    );
     let t = assert_change(
         cr.on_ack(&ack(Some(99), pkts(49), 0, RTT, clock.at(211))),
         Phase::Validating,
@@ -212,7 +299,10 @@ fn filling_the_jump_window_moves_to_validating() {
         Trigger::LastUnvalidatedPacketAcknowledged,
     );
     assert_eq!(t.pipesize, pkts(10 + 51 + 49));
-    assert_eq!((t.cwnd, t.ssthresh, t.saved_set_consumed), (None, None, false));
+    assert_eq!(
+        (t.cwnd, t.ssthresh, t.saved_set_consumed),
+        (None, None, false)
+    );
 }
 
 #[test]
@@ -220,7 +310,10 @@ fn acknowledging_the_first_unvalidated_packet_moves_to_validating() {
     let clock = Clock::new();
     let mut cr = jumped(200, &clock);
     send_quietly(&mut cr, 10..=49, pkts(10), clock.at(110));
-    assert_eq!(cr.on_ack(&ack(Some(9), pkts(10), pkts(40), RTT, clock.at(200))), None);
+    assert_eq!(
+        cr.on_ack(&ack(Some(9), pkts(10), pkts(40), RTT, clock.at(200))),
+        None
+    );
     let t = assert_change(
         cr.on_ack(&ack(Some(10), MSS, pkts(39), RTT, clock.at(201))),
         Phase::Unvalidated,
@@ -238,7 +331,10 @@ fn more_than_one_rtt_unvalidated_moves_to_validating() {
     let mut cr = jumped(200, &clock);
     send_quietly(&mut cr, 10..=59, pkts(10), clock.at(150));
     // Exactly one RTT after the jump is not yet "more than one RTT".
-    assert_eq!(cr.on_ack(&ack(Some(2), pkts(3), pkts(57), RTT, clock.at(201))), None);
+    assert_eq!(
+        cr.on_ack(&ack(Some(2), pkts(3), pkts(57), RTT, clock.at(201))),
+        None
+    );
     let t = assert_change(
         cr.on_ack(&ack(Some(5), pkts(3), pkts(54), RTT, clock.at(202))),
         Phase::Unvalidated,
@@ -256,7 +352,12 @@ fn rtt_exceeded_is_also_noticed_when_sending() {
     let mut cr = jumped(200, &clock);
     send_quietly(&mut cr, 10..=29, pkts(10), clock.at(150));
     let t = cr.on_packet_sent(&sent(30, pkts(31), true, clock.at(202)));
-    let t = assert_change(t, Phase::Unvalidated, Phase::Validating, Trigger::RttExceeded);
+    let t = assert_change(
+        t,
+        Phase::Unvalidated,
+        Phase::Validating,
+        Trigger::RttExceeded,
+    );
     assert_eq!(t.cwnd, Some(pkts(31)));
 }
 
@@ -282,8 +383,13 @@ fn little_data_sent_while_unvalidated_never_collapses_the_window_below_iw() {
     // not drop below IW when nothing was lost.
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config(), saved(200));
-    assert_eq!(cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(0))), None);
-    let jump = cr.on_ack(&ack(Some(8), pkts(9), MSS, RTT, clock.at(100))).unwrap();
+    assert_eq!(
+        cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(0))),
+        None
+    );
+    let jump = cr
+        .on_ack(&ack(Some(8), pkts(9), MSS, RTT, clock.at(100)))
+        .unwrap();
     assert_eq!((jump.to, jump.pipesize), (Phase::Unvalidated, MSS));
     send_quietly(&mut cr, 1..=2, MSS, clock.at(110));
     let t = assert_change(
@@ -301,8 +407,12 @@ fn little_data_sent_while_unvalidated_never_collapses_the_window_below_iw() {
 fn validating_with_pipesize_63(clock: &Clock, config: Config) -> CarefulResume {
     let mut cr = jumped_with(config, 200, clock);
     send_quietly(&mut cr, 10..=98, pkts(10), clock.at(110));
-    cr.on_packet_sent(&sent(99, pkts(100), true, clock.at(110))).unwrap();
-    assert_eq!(cr.on_ack(&ack(Some(52), pkts(53), pkts(47), RTT, clock.at(201))), None);
+    cr.on_packet_sent(&sent(99, pkts(100), true, clock.at(110)))
+        .unwrap();
+    assert_eq!(
+        cr.on_ack(&ack(Some(52), pkts(53), pkts(47), RTT, clock.at(201))),
+        None
+    );
     assert_eq!((cr.phase(), cr.pipesize()), (Phase::Validating, pkts(63)));
     cr
 }
@@ -319,7 +429,10 @@ fn the_rfc_example_pipesize_63_retreats_to_31_packets() {
     );
     assert_eq!(t.cwnd, Some(pkts(31)));
     assert_eq!(t.pipesize, pkts(63));
-    assert_eq!((t.first_unvalidated_pn, t.last_unvalidated_pn), (Some(10), Some(99)));
+    assert_eq!(
+        (t.first_unvalidated_pn, t.last_unvalidated_pn),
+        (Some(10), Some(99))
+    );
     assert!(t.saved_set_consumed);
     assert!(cr.saved_set_consumed());
     assert_eq!(cr.window(), Some(WindowControl::Cap(pkts(31))));
@@ -327,7 +440,10 @@ fn the_rfc_example_pipesize_63_retreats_to_31_packets() {
 
     // PipeSize tracks ACKs, the window stays frozen; further congestion is
     // part of the same retreat.
-    assert_eq!(cr.on_ack(&ack(Some(80), pkts(20), pkts(26), RTT, clock.at(210))), None);
+    assert_eq!(
+        cr.on_ack(&ack(Some(80), pkts(20), pkts(26), RTT, clock.at(210))),
+        None
+    );
     assert_eq!(cr.on_congestion(Congestion::EcnCe, clock.at(211)), None);
     assert_eq!(cr.window(), Some(WindowControl::Cap(pkts(31))));
     assert_eq!(cr.pipesize(), pkts(83));
@@ -350,7 +466,9 @@ fn beta_scales_the_ssthresh_on_leaving_safe_retreat() {
     let config = config().with_beta(Beta::from_permille(700).unwrap());
     let mut cr = validating_with_pipesize_63(&clock, config);
     cr.on_congestion(Congestion::Loss, clock.at(205)).unwrap();
-    let t = cr.on_ack(&ack(Some(99), pkts(37), 0, RTT, clock.at(220))).unwrap();
+    let t = cr
+        .on_ack(&ack(Some(99), pkts(37), 0, RTT, clock.at(220)))
+        .unwrap();
     assert_eq!(t.ssthresh, Some(100 * 1200 * 7 / 10));
 }
 
@@ -367,8 +485,14 @@ fn ecn_ce_while_unvalidated_retreats_with_the_largest_sent_as_last_unvalidated()
     );
     // PipeSize 10 datagrams: half is 5.
     assert_eq!(t.cwnd, Some(pkts(5)));
-    assert_eq!((t.first_unvalidated_pn, t.last_unvalidated_pn), (Some(10), Some(39)));
-    assert_eq!(cr.on_ack(&ack(Some(38), pkts(39), MSS, RTT, clock.at(200))), None);
+    assert_eq!(
+        (t.first_unvalidated_pn, t.last_unvalidated_pn),
+        (Some(10), Some(39))
+    );
+    assert_eq!(
+        cr.on_ack(&ack(Some(38), pkts(39), MSS, RTT, clock.at(200))),
+        None
+    );
     let t = cr.on_ack(&ack(Some(39), MSS, 0, RTT, clock.at(201)));
     assert_change(t, Phase::SafeRetreat, Phase::Normal, Trigger::ExitRecovery);
 }
@@ -377,10 +501,17 @@ fn ecn_ce_while_unvalidated_retreats_with_the_largest_sent_as_last_unvalidated()
 fn safe_retreat_never_goes_below_two_datagrams() {
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config(), saved(200));
-    assert_eq!(cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(0))), None);
-    cr.on_ack(&ack(Some(6), pkts(7), pkts(3), RTT, clock.at(100))).unwrap();
+    assert_eq!(
+        cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(0))),
+        None
+    );
+    cr.on_ack(&ack(Some(6), pkts(7), pkts(3), RTT, clock.at(100)))
+        .unwrap();
     let t = cr.on_congestion(Congestion::Loss, clock.at(101)).unwrap();
-    assert_eq!((t.to, t.pipesize, t.cwnd), (Phase::SafeRetreat, pkts(3), Some(pkts(2))));
+    assert_eq!(
+        (t.to, t.pipesize, t.cwnd),
+        (Phase::SafeRetreat, pkts(3), Some(pkts(2)))
+    );
 }
 
 #[test]
@@ -388,7 +519,12 @@ fn a_path_change_after_the_jump_retreats() {
     let clock = Clock::new();
     let mut cr = jumped(200, &clock);
     let t = cr.on_path_change(clock.at(120));
-    let t = assert_change(t, Phase::Unvalidated, Phase::SafeRetreat, Trigger::PathChanged);
+    let t = assert_change(
+        t,
+        Phase::Unvalidated,
+        Phase::SafeRetreat,
+        Trigger::PathChanged,
+    );
     assert!(t.saved_set_consumed);
     assert_eq!(t.last_unvalidated_pn, Some(9));
 }
@@ -414,12 +550,18 @@ fn once_ended_careful_resume_never_acts_again() {
     let mut cr = CarefulResume::new(config(), saved(200));
     cr.on_congestion(Congestion::Loss, clock.at(10)).unwrap();
     assert!(!cr.is_active());
-    assert_eq!(cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(20))), None);
+    assert_eq!(
+        cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(20))),
+        None
+    );
     assert_eq!(cr.on_ack(&ack(Some(0), MSS, 0, RTT, clock.at(120))), None);
     assert_eq!(cr.on_congestion(Congestion::EcnCe, clock.at(130)), None);
     assert_eq!(cr.on_path_change(clock.at(140)), None);
     assert_eq!(cr.on_persistent_congestion(clock.at(150)), None);
-    assert_eq!((cr.phase(), cr.window(), cr.pacing_rate()), (Phase::Normal, None, None));
+    assert_eq!(
+        (cr.phase(), cr.window(), cr.pacing_rate()),
+        (Phase::Normal, None, None)
+    );
 }
 
 #[test]
@@ -431,8 +573,12 @@ fn pacing_survives_extreme_rtts_and_windows() {
     };
     let mut cr = CarefulResume::new(config(), huge);
     let tiny = Duration::from_micros(1);
-    assert_eq!(cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(0))), None);
-    cr.on_ack(&ack(Some(0), MSS, pkts(9), tiny, clock.at(1))).unwrap();
+    assert_eq!(
+        cr.on_packet_sent(&sent(0, pkts(10), true, clock.at(0))),
+        None
+    );
+    cr.on_ack(&ack(Some(0), MSS, pkts(9), tiny, clock.at(1)))
+        .unwrap();
     assert_eq!(cr.pacing_rate(), Some((1u64 << 40) * 1_000_000));
     assert_eq!(cr.pacing_interval(1 << 40), Some(tiny));
 }
@@ -440,7 +586,10 @@ fn pacing_survives_extreme_rtts_and_windows() {
 #[test]
 fn config_rejects_impossible_values() {
     assert_eq!(Config::new(IW, 0), Err(ConfigError::ZeroDatagramSize));
-    assert_eq!(Config::new(2 * MSS - 1, MSS), Err(ConfigError::InitialWindowTooSmall));
+    assert_eq!(
+        Config::new(2 * MSS - 1, MSS),
+        Err(ConfigError::InitialWindowTooSmall)
+    );
     assert!(Config::new(2 * MSS, MSS).is_ok());
     assert_eq!(Beta::from_permille(499), None);
     assert_eq!(Beta::from_permille(1001), None);
@@ -461,13 +610,25 @@ fn phase_and_trigger_names_match_qlog() {
         assert_eq!(phase.as_str(), name);
     }
     let triggers = [
-        (Trigger::CongestionWindowLimited, "congestion_window_limited"),
+        (
+            Trigger::CongestionWindowLimited,
+            "congestion_window_limited",
+        ),
         (Trigger::RttNotValidated, "rtt_not_validated"),
-        (Trigger::LastUnvalidatedPacketSent, "last_unvalidated_packet_sent"),
-        (Trigger::FirstUnvalidatedPacketAcknowledged, "first_unvalidated_packet_acknowledged"),
+        (
+            Trigger::LastUnvalidatedPacketSent,
+            "last_unvalidated_packet_sent",
+        ),
+        (
+            Trigger::FirstUnvalidatedPacketAcknowledged,
+            "first_unvalidated_packet_acknowledged",
+        ),
         (Trigger::RttExceeded, "rtt_exceeded"),
         (Trigger::RateLimited, "rate_limited"),
-        (Trigger::LastUnvalidatedPacketAcknowledged, "last_unvalidated_packet_acknowledged"),
+        (
+            Trigger::LastUnvalidatedPacketAcknowledged,
+            "last_unvalidated_packet_acknowledged",
+        ),
         (Trigger::PathChanged, "path_changed"),
         (Trigger::PacketLoss, "packet_loss"),
         (Trigger::EcnCe, "ECN_CE"),

@@ -83,7 +83,10 @@ pub fn jumped_with(config: Config, saved_packets: usize, clock: &Clock) -> Caref
     let mut cr = CarefulResume::new(config, saved(saved_packets));
     handshake_acked(&mut cr, clock);
     for pn in 0..9 {
-        assert_eq!(cr.on_packet_sent(&sent(pn, pkts(pn as usize + 1), false, clock.at(101))), None);
+        assert_eq!(
+            cr.on_packet_sent(&sent(pn, pkts(pn as usize + 1), false, clock.at(101))),
+            None
+        );
     }
     let jump = cr.on_packet_sent(&sent(9, pkts(10), true, clock.at(101)));
     assert_eq!(jump.map(|t| t.to), Some(Phase::Unvalidated));
@@ -92,9 +95,18 @@ pub fn jumped_with(config: Config, saved_packets: usize, clock: &Clock) -> Caref
 
 /// Sends `pns` while unvalidated, flight growing from `flight` by one MSS each;
 /// no transition expected.
-pub fn send_quietly(cr: &mut CarefulResume, pns: std::ops::RangeInclusive<u64>, mut flight: usize, now: Instant) {
+pub fn send_quietly(
+    cr: &mut CarefulResume,
+    pns: std::ops::RangeInclusive<u64>,
+    mut flight: usize,
+    now: Instant,
+) {
     for pn in pns {
         flight += MSS;
-        assert_eq!(cr.on_packet_sent(&sent(pn, flight, true, now)), None, "pn {pn}");
+        assert_eq!(
+            cr.on_packet_sent(&sent(pn, flight, true, now)),
+            None,
+            "pn {pn}"
+        );
     }
 }
