@@ -1,1 +1,138 @@
-//! ex-token (work in progress).
+//! Extensible QUIC address validation tokens carrying saved congestion
+//! state for Careful Resume (RFC 9959), after draft-misell-quic-ex-token.
+//!
+//! A server that has measured a path's capacity hands the client a token
+//! (in a NEW_TOKEN frame) holding that capacity; when the client connects
+//! again it echoes the token and the server may resume from the saved
+//! congestion window instead of slow-starting. The server keeps no
+//! per-client state, and clients that know nothing of the format simply
+//! echo the bytes.
+//!
+//! # Wire format
+//!
+//! All integers marked `(i)` are QUIC variable-length integers.
+//!
+//! ```text
+//! Extensible Token {                      // at most MAX_TOKEN_LEN bytes
+//!   Address Validation Length (i),
+//!   Address Validation (..),              // sealed box, or empty
+//!   Extension {                           // repeated, each ID at most once
+//!     Extension ID (i),                   // 0x01 = BDP_TOKEN
+//!     Extension Data Length (i),
+//!     Extension Data (..),
+//!   } ...
+//! }
+//!
+//! BDP_TOKEN Extension Data {
+//!   Private Data Length (i),
+//!   Private Data (..),                    // sealed box, or empty
+//!   Capacity (i),                         // bytes, bound to Private Data
+//!   RTT (i),                              // microseconds, bound likewise
+//!   Requested Capacity (i),               // free: the client may lower it
+//! }
+//! ```
+//!
+//! Extension IDs `31N+26` are for private use ([`ExtensionId::private_use`])
+//! and `31N+27` are reserved; servers add a reserved one as GREASE
+//! ([`ExTokenBuilder::grease`]). Unknown extensions survive decoding and
+//! re-encoding byte for byte.
+//!
+//! # quiche-cr's sealed boxes
+//!
+//! Both server-private parts are ChaCha20-Poly1305 boxes:
+//!
+//! ```text
+//! +--------+------------+----------------------+----------+
+//! | key id | nonce (12) | ciphertext (..)      | tag (16) |
+//! +--------+------------+----------------------+----------+
+//!
+//! Address Validation plaintext:
+//!   family (1: 4 | 6) | address (4 | 16) | expiry (8, unix s)
+//! BDP Private Data plaintext:
+//!   family (1) | address (4 | 16) | expiry (8) | token id (8)
+//!   | extras length (1) | extras (0..=32)
+//!
+//! additional data = label | key id | bound
+//!   Address Validation: label "quiche-cr ex-token address v1", no bound
+//!   BDP Private Data:   label "quiche-cr ex-token bdp v1",
+//!                       bound = Capacity (8, BE) | RTT (8, BE)
+//! ```
+//!
+//! The key id selects among the current key and up to
+//! [`MAX_PREVIOUS_KEYS`] retired ones ([`KeyRing::rotate`]). Because
+//! Capacity and RTT are authenticated, a client can neither raise nor
+//! invent them; Requested Capacity is outside the box so the client can
+//! lower it ([`lower_requested_capacity`]), and the server resumes with
+//! `min(Capacity, Requested Capacity)`. The address validation part is an
+//! ordinary RFC 9000 token: exact address match, it lifts the
+//! anti-amplification limit. The BDP part matches a prefix (/24 or /56 by
+//! default) as clients rotate addresses within a network.
+//!
+//! # Server example
+//!
+//! ```
+//! use std::time::{Duration, SystemTime};
+//! use ex_token::{
+//!     KeyRing, MemoryGuard, SavedPath, ServerConfig, SystemRng, TokenKey, TokenServer,
+//! };
+//!
+//! let mut rng = SystemRng::new();
+//! let keys = KeyRing::new(TokenKey::generate(1, &mut rng)?);
+//! let mut server = TokenServer::new(keys, rng, ServerConfig::default());
+//! let guard = MemoryGuard::new(100_000);
+//! let client = "192.0.2.10:50000".parse()?;
+//! let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+//!
+//! // End of connection 1: save what was learnt about the path.
+//! let saved = SavedPath { capacity: 1_250_000, rtt: Duration::from_millis(600), extras: b"" };
+//! let token = server.mint_bdp_token(client, &saved, now, Duration::from_secs(3600))?;
+//!
+//! // Connection 2, an hour minus a minute later, from another port.
+//! let client = "192.0.2.10:50001".parse()?;
+//! let later = now + Duration::from_secs(3540);
+//! let validation = server.validate(&token, client, later, &guard)?;
+//! assert!(validation.address.is_validated());
+//! let resume = validation.resume.expect("saved parameters");
+//! assert_eq!(resume.saved_cwnd, 1_250_000);
+//! assert_eq!(resume.saved_rtt, Duration::from_millis(600));
+//!
+//! // The same token on a parallel connection does not resume again.
+//! let again = server.validate(&token, client, later, &guard)?;
+//! assert_eq!(again.resume, Err(ex_token::NoResume::AlreadyInUse));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod address;
+mod bdp;
+mod client;
+mod codepoints;
+mod extension_id;
+mod guard;
+mod keys;
+mod outcome;
+mod payload;
+mod rng;
+mod server;
+mod store;
+mod time;
+mod token;
+mod varint;
+
+pub use address::AddressPrefixes;
+pub use bdp::{BdpDecodeError, BdpToken};
+pub use client::{lower_requested_capacity, LowerError};
+pub use codepoints::{ErrorCodes, BDP_TOKEN_ERROR, EX_TOKEN_ENABLED, EX_TOKEN_ERROR, TP_EX_TOKEN};
+pub use extension_id::ExtensionId;
+pub use guard::{MemoryGuard, TokenGuard, TokenId};
+pub use keys::{KeyError, KeyRing, OpenError, TokenKey, KEY_LEN, MAX_PREVIOUS_KEYS};
+pub use outcome::{
+    AddressStatus, InvalidToken, NoResume, SavedParameters, TokenRejected, Validation,
+};
+pub use payload::{Extras, MAX_EXTRAS};
+pub use rng::{RandomError, Rng, SimRng, SystemRng};
+pub use server::{MintError, Policy, SavedPath, ServerConfig, TokenServer};
+pub use store::{StoreConfig, TokenStore};
+pub use token::{
+    DecodeError, EncodeError, ExToken, ExTokenBuilder, Extension, Extensions, MAX_EXTENSIONS,
+    MAX_TOKEN_LEN,
+};

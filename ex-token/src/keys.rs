@@ -1,0 +1,338 @@
+//! Token keys, key rotation and the sealed-box layout.
+//!
+//! A sealed box is `key_id (1) || nonce (12) || ciphertext || tag (16)`,
+//! using ChaCha20-Poly1305. The additional data is
+//! `label || key_id || bound`, where the label separates the kinds of boxes
+//! (so one can never be replayed as the other) and `bound` carries values
+//! that travel in the clear but must not change.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
+
+use crate::{MintError, Rng};
+
+/// Length of token key material, in bytes.
+pub const KEY_LEN: usize = 32;
+
+/// Number of previous keys a [`KeyRing`] keeps for opening after rotation.
+pub const MAX_PREVIOUS_KEYS: usize = 3;
+
+const TAG_LEN: usize = 16;
+
+/// Bytes a sealed box adds to its plaintext: key id, nonce and tag.
+pub(crate) const SEAL_OVERHEAD: usize = 1 + NONCE_LEN + TAG_LEN;
+
+/// Largest plaintext that [`KeyRing::open`] accepts.
+pub(crate) const MAX_PLAINTEXT: usize = 96;
+
+/// Size of the scratch buffer [`KeyRing::open`] decrypts into.
+pub(crate) const OPEN_BUF: usize = MAX_PLAINTEXT + TAG_LEN;
+
+/// Longest label plus bound data, bounding the additional-data buffer.
+const MAX_AAD: usize = 64;
+
+/// Why a key could not be created or installed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyError {
+    /// Key material must be exactly [`KEY_LEN`] bytes.
+    Length(usize),
+    /// The random source failed while generating a key.
+    Random,
+    /// A key with this id is already in the ring.
+    DuplicateId(u8),
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Length(len) => write!(f, "key material is {len} bytes, not {KEY_LEN}"),
+            Self::Random => f.write_str("random source failed"),
+            Self::DuplicateId(id) => write!(f, "key id {id} already in use"),
+        }
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+/// Why a sealed box did not open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenError {
+    /// Shorter than the key id, nonce and tag, or longer than any box the
+    /// server seals.
+    BadLength(usize),
+    /// No key in the ring has this id (e.g. retired by rotation).
+    UnknownKey(u8),
+    /// Authentication failed: forged, altered or sealed for another use.
+    Forged,
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BadLength(len) => write!(f, "sealed box of impossible length {len}"),
+            Self::UnknownKey(id) => write!(f, "unknown key id {id}"),
+            Self::Forged => f.write_str("authentication failed"),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// A ChaCha20-Poly1305 key with its one-byte id.
+pub struct TokenKey {
+    id: u8,
+    key: LessSafeKey,
+}
+
+impl TokenKey {
+    /// Creates a key from raw material, e.g. read from a server's key file.
+    pub fn from_bytes(id: u8, material: &[u8]) -> Result<Self, KeyError> {
+        if material.len() != KEY_LEN {
+            return Err(KeyError::Length(material.len()));
+        }
+        let key = UnboundKey::new(&CHACHA20_POLY1305, material)
+            .map_err(|_| KeyError::Length(material.len()))?;
+        Ok(Self {
+            id,
+            key: LessSafeKey::new(key),
+        })
+    }
+
+    /// Generates fresh key material from `rng`.
+    pub fn generate(id: u8, rng: &mut dyn Rng) -> Result<Self, KeyError> {
+        let mut material = [0u8; KEY_LEN];
+        rng.fill(&mut material).map_err(|_| KeyError::Random)?;
+        Self::from_bytes(id, &material)
+    }
+
+    /// The key id written in clear in front of every box it seals.
+    pub fn id(&self) -> u8 {
+        self.id
+    }
+}
+
+impl fmt::Debug for TokenKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenKey").field("id", &self.id).finish()
+    }
+}
+
+/// The current sealing key and the previous keys that still open.
+///
+/// Rotation keeps the last [`MAX_PREVIOUS_KEYS`] keys, so tokens minted
+/// before a rotation stay valid until they expire, provided rotations are
+/// spaced by at least the token lifetime divided by that number.
+#[derive(Debug)]
+pub struct KeyRing {
+    current: TokenKey,
+    previous: VecDeque<TokenKey>,
+}
+
+impl KeyRing {
+    /// Creates a ring whose only key is `current`.
+    pub fn new(current: TokenKey) -> Self {
+        Self {
+            current,
+            previous: VecDeque::with_capacity(MAX_PREVIOUS_KEYS + 1),
+        }
+    }
+
+    /// Makes `next` the sealing key; the old one keeps opening.
+    ///
+    /// The oldest previous key is dropped beyond [`MAX_PREVIOUS_KEYS`]. The
+    /// new id must differ from every key the ring still holds, as the id is
+    /// all that selects the key when opening.
+    pub fn rotate(&mut self, next: TokenKey) -> Result<(), KeyError> {
+        if self.find(next.id).is_some() {
+            return Err(KeyError::DuplicateId(next.id));
+        }
+        let old = std::mem::replace(&mut self.current, next);
+        self.previous.push_front(old);
+        self.previous.truncate(MAX_PREVIOUS_KEYS);
+        Ok(())
+    }
+
+    /// Id of the key that seals new tokens.
+    pub fn current_id(&self) -> u8 {
+        self.current.id
+    }
+
+    fn find(&self, id: u8) -> Option<&TokenKey> {
+        std::iter::once(&self.current)
+            .chain(&self.previous)
+            .find(|key| key.id == id)
+    }
+
+    /// Seals `plaintext` with the current key, appending the box to `out`.
+    pub(crate) fn seal(
+        &self,
+        label: &[u8],
+        bound: &[u8],
+        plaintext: &[u8],
+        rng: &mut dyn Rng,
+        out: &mut Vec<u8>,
+    ) -> Result<(), MintError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        rng.fill(&mut nonce).map_err(|_| MintError::Random)?;
+        let mut aad = [0u8; MAX_AAD];
+        let aad = additional_data(&mut aad, label, self.current.id, bound);
+
+        out.push(self.current.id);
+        out.extend_from_slice(&nonce);
+        let start = out.len();
+        out.extend_from_slice(plaintext);
+        let in_out = out.get_mut(start..).unwrap_or_default();
+        let tag = self
+            .current
+            .key
+            .seal_in_place_separate_tag(Nonce::assume_unique_for_key(nonce), Aad::from(aad), in_out)
+            .map_err(|_| MintError::Seal)?;
+        out.extend_from_slice(tag.as_ref());
+        Ok(())
+    }
+
+    /// Opens a sealed box into `buf`, returning the plaintext.
+    pub(crate) fn open<'b>(
+        &self,
+        label: &[u8],
+        bound: &[u8],
+        sealed: &[u8],
+        buf: &'b mut [u8; OPEN_BUF],
+    ) -> Result<&'b [u8], OpenError> {
+        let bad_length = OpenError::BadLength(sealed.len());
+        let (&id, rest) = sealed.split_first().ok_or(bad_length)?;
+        let (nonce, ciphertext) = rest.split_first_chunk::<NONCE_LEN>().ok_or(bad_length)?;
+        if ciphertext.len() < TAG_LEN {
+            return Err(bad_length);
+        }
+        let in_out = buf.get_mut(..ciphertext.len()).ok_or(bad_length)?;
+        in_out.copy_from_slice(ciphertext);
+
+        let key = self.find(id).ok_or(OpenError::UnknownKey(id))?;
+        let mut aad = [0u8; MAX_AAD];
+        let aad = additional_data(&mut aad, label, id, bound);
+        let plaintext = key
+            .key
+            .open_in_place(Nonce::assume_unique_for_key(*nonce), Aad::from(aad), in_out)
+            .map_err(|_| OpenError::Forged)?;
+        Ok(plaintext)
+    }
+}
+
+/// Lays out `label || key_id || bound` in `buf`.
+///
+/// Labels and bound data are crate constants and fixed-width integers whose
+/// total stays well under [`MAX_AAD`]; anything longer is truncated, which
+/// would only make every open fail rather than read out of bounds.
+fn additional_data<'b>(buf: &'b mut [u8; MAX_AAD], label: &[u8], id: u8, bound: &[u8]) -> &'b [u8] {
+    let mut len = 0;
+    for &byte in label.iter().chain(&[id]).chain(bound) {
+        if let Some(slot) = buf.get_mut(len) {
+            *slot = byte;
+            len += 1;
+        }
+    }
+    buf.get(..len).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SimRng;
+
+    const LABEL: &[u8] = b"test";
+
+    fn key(id: u8) -> TokenKey {
+        TokenKey::from_bytes(id, &[id; KEY_LEN]).unwrap()
+    }
+
+    fn seal(ring: &KeyRing, bound: &[u8], plaintext: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        ring.seal(LABEL, bound, plaintext, &mut SimRng::new(1), &mut out)
+            .unwrap();
+        out
+    }
+
+    fn open(ring: &KeyRing, bound: &[u8], sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
+        let mut buf = [0u8; OPEN_BUF];
+        ring.open(LABEL, bound, sealed, &mut buf)
+            .map(<[u8]>::to_vec)
+    }
+
+    #[test]
+    fn sealed_box_layout_is_id_nonce_ciphertext_tag() {
+        let ring = KeyRing::new(key(9));
+        let sealed = seal(&ring, b"", b"hello");
+        assert_eq!(sealed.len(), 5 + SEAL_OVERHEAD);
+        assert_eq!(sealed[0], 9);
+        let mut nonce = [0u8; NONCE_LEN];
+        SimRng::new(1).fill(&mut nonce).unwrap();
+        assert_eq!(&sealed[1..13], &nonce);
+        assert_eq!(open(&ring, b"", &sealed).unwrap(), b"hello");
+    }
+
+    #[test]
+    fn label_and_bound_data_are_authenticated() {
+        let ring = KeyRing::new(key(1));
+        let sealed = seal(&ring, b"bound", b"x");
+        assert_eq!(open(&ring, b"bound", &sealed).unwrap(), b"x");
+        assert_eq!(open(&ring, b"bounD", &sealed), Err(OpenError::Forged));
+        let mut buf = [0u8; OPEN_BUF];
+        assert_eq!(
+            ring.open(b"other", b"bound", &sealed, &mut buf),
+            Err(OpenError::Forged)
+        );
+    }
+
+    #[test]
+    fn rotation_keeps_previous_keys_opening_then_retires_them() {
+        let mut ring = KeyRing::new(key(1));
+        let by_key_1 = seal(&ring, b"", b"one");
+        ring.rotate(key(2)).unwrap();
+        assert_eq!(ring.current_id(), 2);
+        assert_eq!(seal(&ring, b"", b"two")[0], 2);
+        assert_eq!(open(&ring, b"", &by_key_1).unwrap(), b"one");
+        for id in 3..=(2 + MAX_PREVIOUS_KEYS as u8 - 1) {
+            ring.rotate(key(id)).unwrap();
+        }
+        assert_eq!(open(&ring, b"", &by_key_1).unwrap(), b"one");
+        ring.rotate(key(10)).unwrap();
+        assert_eq!(open(&ring, b"", &by_key_1), Err(OpenError::UnknownKey(1)));
+    }
+
+    #[test]
+    fn rotation_refuses_an_id_still_held() {
+        let mut ring = KeyRing::new(key(1));
+        ring.rotate(key(2)).unwrap();
+        assert_eq!(ring.rotate(key(1)).unwrap_err(), KeyError::DuplicateId(1));
+        assert_eq!(ring.current_id(), 2);
+    }
+
+    #[test]
+    fn key_material_must_be_32_bytes() {
+        assert_eq!(
+            TokenKey::from_bytes(0, &[0; 31]).unwrap_err(),
+            KeyError::Length(31)
+        );
+        let generated = TokenKey::generate(4, &mut SimRng::new(3)).unwrap();
+        assert_eq!(generated.id(), 4);
+        assert_eq!(format!("{generated:?}"), "TokenKey { id: 4 }");
+    }
+
+    #[test]
+    fn short_and_oversized_boxes_are_refused_before_decryption() {
+        let ring = KeyRing::new(key(1));
+        assert_eq!(open(&ring, b"", &[]), Err(OpenError::BadLength(0)));
+        assert_eq!(
+            open(&ring, b"", &[1; SEAL_OVERHEAD - 1]),
+            Err(OpenError::BadLength(SEAL_OVERHEAD - 1))
+        );
+        let long = vec![1; SEAL_OVERHEAD + MAX_PLAINTEXT + 1];
+        assert_eq!(
+            open(&ring, b"", &long),
+            Err(OpenError::BadLength(long.len()))
+        );
+    }
+}

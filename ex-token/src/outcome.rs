@@ -1,0 +1,129 @@
+//! What validating a token tells the server.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use crate::{BdpDecodeError, DecodeError, Extras, OpenError, TokenId};
+
+/// The result of validating a token presented in a client's Initial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Validation {
+    /// Whether the token proves the client owns its address (RFC 9000,
+    /// Section 8.1), lifting the anti-amplification limit.
+    pub address: AddressStatus,
+    /// The saved path parameters to resume with, or why not to resume.
+    pub resume: Result<SavedParameters, NoResume>,
+}
+
+/// Outcome of the address validation part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddressStatus {
+    /// The token was minted for this client address and has not expired.
+    Validated,
+    /// No token, or a token without an address validation part.
+    Absent,
+    /// The address validation part has expired.
+    Expired,
+    /// The token was minted for another address.
+    Mismatch,
+    /// The address validation part is not ours or was altered.
+    Invalid(InvalidToken),
+}
+
+impl AddressStatus {
+    /// Whether the client's address counts as validated.
+    pub fn is_validated(&self) -> bool {
+        matches!(self, Self::Validated)
+    }
+}
+
+/// Saved path parameters recovered from a valid BDP token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SavedParameters {
+    /// The congestion window to resume from, in bytes:
+    /// `min(Capacity, Requested Capacity)`.
+    pub saved_cwnd: u64,
+    /// The saved minimum round-trip time.
+    pub saved_rtt: Duration,
+    /// Capacity as sealed by the server, in bytes.
+    pub capacity: u64,
+    /// Requested Capacity as presented by the client, in bytes.
+    pub requested_capacity: u64,
+    /// The token's id, now claimed in the guard.
+    pub token_id: TokenId,
+    /// When the saved parameters stop being usable.
+    pub expiry: SystemTime,
+    /// Server extras sealed at minting.
+    pub extras: Extras,
+}
+
+/// Why a connection must not use Careful Resume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoResume {
+    /// No token, or a token without a BDP_TOKEN extension.
+    Absent,
+    /// The BDP_TOKEN extension has no private data: its Capacity and RTT
+    /// are informative only and cannot be trusted.
+    Unprotected,
+    /// The saved parameters have expired.
+    Expired,
+    /// The client is outside the network the parameters were saved for.
+    AddressMismatch,
+    /// The client set Requested Capacity to 0: it asks for a fresh start.
+    RequestedZero,
+    /// Another connection already resumed with this token.
+    AlreadyInUse,
+    /// The token or its BDP_TOKEN extension is invalid.
+    Invalid(InvalidToken),
+}
+
+/// Why a token, or part of it, is invalid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InvalidToken {
+    /// The extensible token structure is malformed.
+    Structure(DecodeError),
+    /// The BDP_TOKEN extension data is malformed.
+    BdpStructure(BdpDecodeError),
+    /// A sealed part does not open.
+    Sealing(OpenError),
+    /// A sealed part opens but its plaintext has the wrong layout (sealed by
+    /// an incompatible version of this server).
+    Payload,
+    /// Capacity is 0, which no server of ours mints.
+    ZeroCapacity,
+}
+
+impl fmt::Display for InvalidToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Structure(e) => write!(f, "malformed token: {e}"),
+            Self::BdpStructure(e) => write!(f, "malformed BDP_TOKEN: {e}"),
+            Self::Sealing(e) => write!(f, "sealed data rejected: {e}"),
+            Self::Payload => f.write_str("sealed data has an unknown layout"),
+            Self::ZeroCapacity => f.write_str("capacity is zero"),
+        }
+    }
+}
+
+impl std::error::Error for InvalidToken {}
+
+/// Under [`crate::Policy::Strict`], an invalid token closes the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenRejected {
+    /// Transport error code to close the connection with.
+    pub error_code: u64,
+    /// What was wrong with the token.
+    pub reason: InvalidToken,
+}
+
+impl fmt::Display for TokenRejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "token rejected ({:#x}): {}",
+            self.error_code, self.reason
+        )
+    }
+}
+
+impl std::error::Error for TokenRejected {}

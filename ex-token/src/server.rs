@@ -1,0 +1,346 @@
+//! The server side: minting tokens and validating the ones clients return.
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, SystemTime};
+
+use crate::keys::MAX_PLAINTEXT;
+use crate::payload::{bdp_bound, AddressPayload, BdpPayload, ADDRESS_LABEL, BDP_LABEL};
+use crate::time::{expiry, from_unix_secs, unix_secs};
+use crate::{
+    AddressPrefixes, AddressStatus, BdpToken, EncodeError, ErrorCodes, ExToken, ExTokenBuilder,
+    Extras, InvalidToken, KeyRing, NoResume, Rng, SavedParameters, SystemRng, TokenGuard, TokenId,
+    TokenRejected, Validation,
+};
+
+/// What to do with a token that is present but invalid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// Treat it as absent (RFC 9000, Section 8.1.3): it may come from
+    /// another server of the same name or predate a key rotation.
+    #[default]
+    Lenient,
+    /// Close the connection with `EX_TOKEN_ERROR` or `BDP_TOKEN_ERROR`, as
+    /// draft-misell-quic-ex-token describes. Expired tokens are still
+    /// ignored silently.
+    Strict,
+}
+
+/// Server token settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Handling of invalid tokens.
+    pub policy: Policy,
+    /// Error codes used by [`Policy::Strict`].
+    pub error_codes: ErrorCodes,
+    /// Address match required to validate the client's address; exact by
+    /// default, as the anti-amplification limit depends on it.
+    pub address_prefixes: AddressPrefixes,
+    /// Address match required to resume; the client's /24 or /56 by
+    /// default, since the saved parameters describe the path, not the host.
+    pub bdp_prefixes: AddressPrefixes,
+    /// Add a reserved (GREASE) extension to every minted token.
+    pub grease: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            policy: Policy::Lenient,
+            error_codes: ErrorCodes::default(),
+            address_prefixes: AddressPrefixes::EXACT,
+            bdp_prefixes: AddressPrefixes::SAME_NETWORK,
+            grease: true,
+        }
+    }
+}
+
+/// Path parameters to save in a BDP token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SavedPath<'a> {
+    /// The congestion window worth resuming with, in bytes (non-zero).
+    pub capacity: u64,
+    /// The minimum round-trip time observed (microsecond precision).
+    pub rtt: Duration,
+    /// Opaque server data sealed alongside, at most [`crate::MAX_EXTRAS`]
+    /// bytes.
+    pub extras: &'a [u8],
+}
+
+/// Why a token could not be minted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MintError {
+    /// The random source failed.
+    Random,
+    /// The AEAD refused to seal.
+    Seal,
+    /// Capacity 0 saves nothing worth resuming.
+    ZeroCapacity,
+    /// Extras exceed [`crate::MAX_EXTRAS`] bytes.
+    ExtrasTooLong(usize),
+    /// The token could not be encoded (e.g. capacity or RTT beyond 2^62).
+    Encode(EncodeError),
+}
+
+impl fmt::Display for MintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Random => f.write_str("random source failed"),
+            Self::Seal => f.write_str("sealing failed"),
+            Self::ZeroCapacity => f.write_str("capacity is zero"),
+            Self::ExtrasTooLong(len) => write!(f, "{len} bytes of extras is too many"),
+            Self::Encode(e) => write!(f, "encoding failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for MintError {}
+
+impl From<EncodeError> for MintError {
+    fn from(e: EncodeError) -> Self {
+        Self::Encode(e)
+    }
+}
+
+/// Mints and validates a server's tokens.
+///
+/// Minting needs `&mut self` (it draws randomness); validation needs only
+/// `&self` and a [`TokenGuard`], which may be shared by many servers.
+#[derive(Debug)]
+pub struct TokenServer<R = SystemRng> {
+    keys: KeyRing,
+    rng: R,
+    config: ServerConfig,
+}
+
+impl<R: Rng> TokenServer<R> {
+    /// Creates a token server.
+    pub fn new(keys: KeyRing, rng: R, config: ServerConfig) -> Self {
+        Self { keys, rng, config }
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The keys, for rotation.
+    pub fn keys_mut(&mut self) -> &mut KeyRing {
+        &mut self.keys
+    }
+
+    /// Mints a token that only validates the client's address: an
+    /// extensible token whose sole content is an RFC 9000 address
+    /// validation part. Suitable for NEW_TOKEN.
+    pub fn mint_address_token(
+        &mut self,
+        client: SocketAddr,
+        now: SystemTime,
+        lifetime: Duration,
+    ) -> Result<Vec<u8>, MintError> {
+        let address = self.seal_address(client.ip(), expiry(now, lifetime))?;
+        self.finish(ExTokenBuilder::new(&address)?)
+    }
+
+    /// Mints a token that validates the client's address and carries
+    /// `path` in a BDP_TOKEN extension, with Requested Capacity equal to
+    /// Capacity.
+    pub fn mint_bdp_token(
+        &mut self,
+        client: SocketAddr,
+        path: &SavedPath<'_>,
+        now: SystemTime,
+        lifetime: Duration,
+    ) -> Result<Vec<u8>, MintError> {
+        if path.capacity == 0 {
+            return Err(MintError::ZeroCapacity);
+        }
+        let rtt_us = u64::try_from(path.rtt.as_micros())
+            .map_err(|_| EncodeError::ValueTooLarge(u64::MAX))?;
+        let extras = Extras::new(path.extras).ok_or(MintError::ExtrasTooLong(path.extras.len()))?;
+        let expiry = expiry(now, lifetime);
+        let mut token_id = [0u8; 8];
+        self.rng
+            .fill(&mut token_id)
+            .map_err(|_| MintError::Random)?;
+
+        let payload = BdpPayload {
+            ip: client.ip(),
+            expiry,
+            token_id: u64::from_be_bytes(token_id),
+            extras,
+        };
+        let mut plaintext = Vec::with_capacity(MAX_PLAINTEXT);
+        payload.encode(&mut plaintext);
+        let mut private_data = Vec::with_capacity(MAX_PLAINTEXT + crate::keys::SEAL_OVERHEAD);
+        let bound = bdp_bound(path.capacity, rtt_us);
+        self.keys.seal(
+            BDP_LABEL,
+            &bound,
+            &plaintext,
+            &mut self.rng,
+            &mut private_data,
+        )?;
+
+        let address = self.seal_address(client.ip(), expiry)?;
+        let mut builder = ExTokenBuilder::new(&address)?;
+        builder.bdp(&BdpToken {
+            private_data: &private_data,
+            capacity: path.capacity,
+            rtt_us,
+            requested_capacity: path.capacity,
+        })?;
+        self.finish(builder)
+    }
+
+    fn seal_address(&mut self, ip: IpAddr, expiry: u64) -> Result<Vec<u8>, MintError> {
+        let mut plaintext = Vec::with_capacity(MAX_PLAINTEXT);
+        AddressPayload { ip, expiry }.encode(&mut plaintext);
+        let mut sealed = Vec::with_capacity(MAX_PLAINTEXT + crate::keys::SEAL_OVERHEAD);
+        self.keys
+            .seal(ADDRESS_LABEL, &[], &plaintext, &mut self.rng, &mut sealed)?;
+        Ok(sealed)
+    }
+
+    fn finish(&mut self, mut builder: ExTokenBuilder) -> Result<Vec<u8>, MintError> {
+        if self.config.grease {
+            builder.grease(&mut self.rng)?;
+        }
+        Ok(builder.finish()?)
+    }
+
+    /// Validates a token from a client's Initial packet.
+    ///
+    /// `now` is the current wall-clock time. When everything checks out,
+    /// the token id is claimed in `guard`, so parallel connections
+    /// presenting the same token resume at most once. Under the default
+    /// [`Policy::Lenient`] this never returns an error.
+    pub fn validate(
+        &self,
+        token: &[u8],
+        client: SocketAddr,
+        now: SystemTime,
+        guard: &dyn TokenGuard,
+    ) -> Result<Validation, TokenRejected> {
+        let validation = self.check(token, client.ip(), now, guard);
+        if self.config.policy == Policy::Lenient {
+            return Ok(validation);
+        }
+        let codes = self.config.error_codes;
+        match validation {
+            Validation {
+                address: AddressStatus::Invalid(reason),
+                ..
+            } => Err(TokenRejected {
+                error_code: codes.ex_token,
+                reason,
+            }),
+            Validation {
+                resume: Err(NoResume::Invalid(reason)),
+                ..
+            } => Err(TokenRejected {
+                error_code: match reason {
+                    InvalidToken::Structure(_) => codes.ex_token,
+                    _ => codes.bdp_token,
+                },
+                reason,
+            }),
+            valid => Ok(valid),
+        }
+    }
+
+    fn check(
+        &self,
+        token: &[u8],
+        ip: IpAddr,
+        now: SystemTime,
+        guard: &dyn TokenGuard,
+    ) -> Validation {
+        if token.is_empty() {
+            return Validation {
+                address: AddressStatus::Absent,
+                resume: Err(NoResume::Absent),
+            };
+        }
+        let token = match ExToken::decode(token) {
+            Ok(token) => token,
+            Err(e) => {
+                let reason = InvalidToken::Structure(e);
+                return Validation {
+                    address: AddressStatus::Invalid(reason),
+                    resume: Err(NoResume::Invalid(reason)),
+                };
+            }
+        };
+        let address = self.check_address(token.address_validation(), ip, unix_secs(now));
+        let resume = match token.bdp() {
+            None => Err(NoResume::Absent),
+            Some(Err(e)) => Err(NoResume::Invalid(InvalidToken::BdpStructure(e))),
+            Some(Ok(bdp)) => self.check_bdp(&bdp, ip, now, guard),
+        };
+        Validation { address, resume }
+    }
+
+    fn check_address(&self, sealed: &[u8], ip: IpAddr, now: u64) -> AddressStatus {
+        if sealed.is_empty() {
+            return AddressStatus::Absent;
+        }
+        let mut buf = [0u8; crate::keys::OPEN_BUF];
+        let payload = match self.keys.open(ADDRESS_LABEL, &[], sealed, &mut buf) {
+            Ok(plaintext) => AddressPayload::decode(plaintext),
+            Err(e) => return AddressStatus::Invalid(InvalidToken::Sealing(e)),
+        };
+        match payload {
+            None => AddressStatus::Invalid(InvalidToken::Payload),
+            Some(p) if now >= p.expiry => AddressStatus::Expired,
+            Some(p) if !self.config.address_prefixes.matches(p.ip, ip) => AddressStatus::Mismatch,
+            Some(_) => AddressStatus::Validated,
+        }
+    }
+
+    fn check_bdp(
+        &self,
+        bdp: &BdpToken<'_>,
+        ip: IpAddr,
+        now: SystemTime,
+        guard: &dyn TokenGuard,
+    ) -> Result<SavedParameters, NoResume> {
+        if bdp.private_data.is_empty() {
+            return Err(NoResume::Unprotected);
+        }
+        let invalid = |reason| NoResume::Invalid(reason);
+        let mut buf = [0u8; crate::keys::OPEN_BUF];
+        let bound = bdp_bound(bdp.capacity, bdp.rtt_us);
+        let plaintext = self
+            .keys
+            .open(BDP_LABEL, &bound, bdp.private_data, &mut buf)
+            .map_err(|e| invalid(InvalidToken::Sealing(e)))?;
+        let payload = BdpPayload::decode(plaintext).ok_or(invalid(InvalidToken::Payload))?;
+        if bdp.capacity == 0 {
+            return Err(invalid(InvalidToken::ZeroCapacity));
+        }
+        if unix_secs(now) >= payload.expiry {
+            return Err(NoResume::Expired);
+        }
+        if !self.config.bdp_prefixes.matches(payload.ip, ip) {
+            return Err(NoResume::AddressMismatch);
+        }
+        if bdp.requested_capacity == 0 {
+            return Err(NoResume::RequestedZero);
+        }
+        let token_id = TokenId(payload.token_id);
+        let expiry = from_unix_secs(payload.expiry);
+        if !guard.claim(token_id, expiry, now) {
+            return Err(NoResume::AlreadyInUse);
+        }
+        Ok(SavedParameters {
+            saved_cwnd: bdp.capacity.min(bdp.requested_capacity),
+            saved_rtt: Duration::from_micros(bdp.rtt_us),
+            capacity: bdp.capacity,
+            requested_capacity: bdp.requested_capacity,
+            token_id,
+            expiry,
+            extras: payload.extras,
+        })
+    }
+}

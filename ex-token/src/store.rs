@@ -1,0 +1,235 @@
+//! The client token store: tokens received in NEW_TOKEN frames, kept for
+//! later connections to the same server.
+//!
+//! Tokens are keyed by server name *and* server address: two servers
+//! sharing a name (a fleet behind DNS) hold different keys and would
+//! reject each other's tokens. The store is bounded in total and per
+//! server, forgets tokens older than a maximum age, and hands each token
+//! out once (RFC 9000, Section 8.1.3: reuse would let connections be
+//! linked).
+//!
+//! # File format
+//!
+//! [`TokenStore::save`] writes JSON, one object with a format version and
+//! the tokens oldest first:
+//!
+//! ```json
+//! {"version":1,"tokens":[{"server_name":"example.org",
+//!   "server_addr":"192.0.2.1:443","received":1700000000,"token":"0a1b..."}]}
+//! ```
+//!
+//! `received` is in unix seconds and `token` is lowercase hex.
+
+use std::fs;
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::unix_secs;
+
+/// Version written to and expected in token files.
+const FILE_VERSION: u32 = 1;
+
+/// Bounds of a [`TokenStore`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// Most tokens kept in total; the oldest goes first.
+    pub max_tokens: usize,
+    /// Most tokens kept per server; the oldest for that server goes first.
+    pub max_per_server: usize,
+    /// Age beyond which a token is forgotten (saved path parameters go
+    /// stale, and servers expire tokens anyway).
+    pub max_age: Duration,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            max_tokens: 64,
+            max_per_server: 4,
+            max_age: Duration::from_secs(24 * 60 * 60),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct StoredToken {
+    server_name: String,
+    server_addr: SocketAddr,
+    /// Unix seconds.
+    received: u64,
+    #[serde(with = "hex")]
+    token: Vec<u8>,
+}
+
+impl StoredToken {
+    fn is_for(&self, server_name: &str, server_addr: SocketAddr) -> bool {
+        self.server_addr == server_addr && self.server_name == server_name
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct TokenFile {
+    version: u32,
+    tokens: Vec<StoredToken>,
+}
+
+/// A bounded, expiring store of tokens received from servers.
+#[derive(Clone, Debug, Default)]
+pub struct TokenStore {
+    /// Oldest first.
+    tokens: Vec<StoredToken>,
+    config: StoreConfig,
+}
+
+impl TokenStore {
+    /// Creates an empty store.
+    pub fn new(config: StoreConfig) -> Self {
+        Self {
+            tokens: Vec::new(),
+            config,
+        }
+    }
+
+    /// Keeps `token`, received at `now` from `server_name` at
+    /// `server_addr`. Empty tokens are ignored.
+    pub fn insert(
+        &mut self,
+        server_name: &str,
+        server_addr: SocketAddr,
+        token: Vec<u8>,
+        now: SystemTime,
+    ) {
+        self.push(StoredToken {
+            server_name: server_name.to_owned(),
+            server_addr,
+            received: unix_secs(now),
+            token,
+        });
+        self.forget_expired(unix_secs(now));
+    }
+
+    fn push(&mut self, entry: StoredToken) {
+        if entry.token.is_empty() || self.config.max_per_server == 0 || self.config.max_tokens == 0
+        {
+            return;
+        }
+        let same_server = |t: &&StoredToken| t.is_for(&entry.server_name, entry.server_addr);
+        if self.tokens.iter().filter(same_server).count() >= self.config.max_per_server {
+            if let Some(oldest) = self
+                .tokens
+                .iter()
+                .position(|t| t.is_for(&entry.server_name, entry.server_addr))
+            {
+                self.tokens.remove(oldest);
+            }
+        }
+        if self.tokens.len() >= self.config.max_tokens {
+            self.tokens.remove(0);
+        }
+        self.tokens.push(entry);
+    }
+
+    /// Removes and returns the newest unexpired token for the server, for
+    /// one connection attempt.
+    pub fn take(
+        &mut self,
+        server_name: &str,
+        server_addr: SocketAddr,
+        now: SystemTime,
+    ) -> Option<Vec<u8>> {
+        self.forget_expired(unix_secs(now));
+        let newest = self
+            .tokens
+            .iter()
+            .rposition(|t| t.is_for(server_name, server_addr))?;
+        Some(self.tokens.remove(newest).token)
+    }
+
+    /// Number of tokens held.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Whether the store holds no token.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    fn forget_expired(&mut self, now: u64) {
+        let max_age = self.config.max_age.as_secs();
+        self.tokens
+            .retain(|t| now < t.received.saturating_add(max_age));
+    }
+
+    /// Loads a store saved by [`TokenStore::save`], applying `config` and
+    /// dropping tokens expired at `now`. A missing file gives an empty
+    /// store; a malformed one is an [`io::ErrorKind::InvalidData`] error.
+    pub fn load(path: &Path, config: StoreConfig, now: SystemTime) -> io::Result<Self> {
+        let mut store = Self::new(config);
+        let text = match fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(store),
+            Err(e) => return Err(e),
+        };
+        let file: TokenFile = serde_json::from_str(&text)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if file.version != FILE_VERSION {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("token file version {} is not {FILE_VERSION}", file.version),
+            ));
+        }
+        for entry in file.tokens {
+            store.push(entry);
+        }
+        store.forget_expired(unix_secs(now));
+        Ok(store)
+    }
+
+    /// Writes the store to `path`, replacing it atomically (through a
+    /// temporary file next to it).
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        let file = TokenFile {
+            version: FILE_VERSION,
+            tokens: self.tokens.clone(),
+        };
+        let json = serde_json::to_string(&file).map_err(io::Error::other)?;
+        let mut temporary = path.as_os_str().to_owned();
+        temporary.push(".tmp");
+        fs::write(&temporary, json)?;
+        fs::rename(&temporary, path)
+    }
+}
+
+/// Lowercase hex for token bytes in the JSON file.
+mod hex {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        let text: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        s.serialize_str(&text)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.len() % 2 != 0 {
+            return Err(D::Error::custom("odd number of hex digits"));
+        }
+        let digit = |c: u8| {
+            char::from(c)
+                .to_digit(16)
+                .ok_or_else(|| D::Error::custom("invalid hex digit"))
+        };
+        text.as_bytes()
+            .chunks_exact(2)
+            .map(|pair| match pair {
+                &[high, low] => Ok((digit(high)? * 16 + digit(low)?) as u8),
+                _ => Err(D::Error::custom("odd number of hex digits")),
+            })
+            .collect()
+    }
+}
