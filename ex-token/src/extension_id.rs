@@ -51,12 +51,12 @@ impl ExtensionId {
 
     /// Whether this identifier lies in the private-use range.
     pub const fn is_private_use(self) -> bool {
-        self.0 >= 26 && (self.0 - 26) % 31 == 0
+        self.0 >= 26 && (self.0 - 26).is_multiple_of(31)
     }
 
     /// Whether this identifier lies in the reserved (GREASE) range.
     pub const fn is_reserved(self) -> bool {
-        self.0 >= 27 && (self.0 - 27) % 31 == 0
+        self.0 >= 27 && (self.0 - 27).is_multiple_of(31)
     }
 
     /// The raw identifier.
