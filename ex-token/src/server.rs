@@ -344,3 +344,84 @@ impl<R: Rng> TokenServer<R> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MemoryGuard, SimRng, TokenKey};
+
+    const NOW: u64 = 1_000_000;
+
+    fn server() -> TokenServer<SimRng> {
+        let key = TokenKey::from_bytes(1, &[3; 32]).unwrap();
+        TokenServer::new(KeyRing::new(key), SimRng::new(0), ServerConfig::default())
+    }
+
+    /// Builds a token whose BDP private data seals `plaintext` verbatim.
+    fn sealed_bdp(server: &mut TokenServer<SimRng>, capacity: u64, plaintext: &[u8]) -> Vec<u8> {
+        let mut private_data = Vec::new();
+        server
+            .keys
+            .seal(
+                BDP_LABEL,
+                &bdp_bound(capacity, 1),
+                plaintext,
+                &mut server.rng,
+                &mut private_data,
+            )
+            .unwrap();
+        let mut builder = ExTokenBuilder::new(b"").unwrap();
+        builder
+            .bdp(&BdpToken {
+                private_data: &private_data,
+                capacity,
+                rtt_us: 1,
+                requested_capacity: 1,
+            })
+            .unwrap();
+        builder.finish().unwrap()
+    }
+
+    fn resume(server: &TokenServer<SimRng>, token: &[u8]) -> Result<SavedParameters, NoResume> {
+        let client = "192.0.2.1:1".parse().unwrap();
+        let now = from_unix_secs(NOW);
+        server
+            .validate(token, client, now, &MemoryGuard::new(1))
+            .unwrap()
+            .resume
+    }
+
+    fn payload(expiry: u64) -> Vec<u8> {
+        let mut plaintext = Vec::new();
+        BdpPayload {
+            ip: "192.0.2.1".parse().unwrap(),
+            expiry,
+            token_id: 5,
+            extras: Extras::default(),
+        }
+        .encode(&mut plaintext);
+        plaintext
+    }
+
+    #[test]
+    fn authentic_plaintext_with_the_wrong_layout_is_invalid() {
+        let mut server = server();
+        let token = sealed_bdp(&mut server, 10, b"not a payload");
+        assert_eq!(
+            resume(&server, &token),
+            Err(NoResume::Invalid(InvalidToken::Payload))
+        );
+    }
+
+    #[test]
+    fn authentic_zero_capacity_is_invalid() {
+        let mut server = server();
+        let token = sealed_bdp(&mut server, 0, &payload(NOW + 1));
+        assert_eq!(
+            resume(&server, &token),
+            Err(NoResume::Invalid(InvalidToken::ZeroCapacity))
+        );
+        let token = sealed_bdp(&mut server, 10, &payload(NOW + 1));
+        assert_eq!(resume(&server, &token).map(|p| p.saved_cwnd), Ok(1));
+    }
+}
