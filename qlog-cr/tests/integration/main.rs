@@ -1,0 +1,5 @@
+//! Integration tests of qlog-cr on traces written with qlog 0.18's streamer.
+
+mod support;
+
+mod fixtures;
