@@ -1,0 +1,62 @@
+# quiche-cr entry points. `make test` is what CI runs.
+SHELL := /bin/bash
+CARGO ?= cargo
+FORK := quiche/fork.sh
+FUZZ_SECONDS ?= 60
+
+.PHONY: all setup quiche quiche-export quiche-check quiche-test build fmt fmt-check clippy \
+        test test-workspace bench demo fuzz fuzz-build
+
+all: build
+
+## setup: install what boring-sys needs (cmake, libclang-dev) when it is missing
+setup:
+	@scripts/setup-deps.sh
+
+## quiche: materialise quiche/patched/ (pinned release + quiche/patches/); idempotent
+quiche:
+	@$(FORK) materialise
+
+## quiche-export: write quiche/patched/'s commits back to quiche/patches/
+quiche-export:
+	@$(FORK) export
+
+## quiche-check: fail when quiche/patched/ holds work not exported, or the series does not apply
+quiche-check:
+	@$(FORK) check
+
+## quiche-test: upstream quiche's own test suite on the patched tree
+quiche-test: setup
+	@$(FORK) test
+
+build: setup quiche
+	$(CARGO) build --workspace --all-targets
+
+fmt:
+	$(CARGO) fmt
+
+fmt-check:
+	$(CARGO) fmt --check
+
+clippy: setup quiche
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+test-workspace: setup quiche
+	$(CARGO) test --workspace
+
+## test: formatting, lints, all workspace tests, the fork check and upstream's suite
+test: fmt-check clippy test-workspace quiche-check quiche-test
+
+## bench: criterion benchmarks (results in target/criterion)
+bench: setup quiche
+	$(CARGO) bench -p quiche-cr-benches
+
+## fuzz: run each cargo-fuzz target for FUZZ_SECONDS (needs nightly and cargo-fuzz)
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	cd fuzz && for t in $$(cargo +nightly fuzz list); do \
+		cargo +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) || exit 1; done
+
+## fuzz-build: check that the fuzz targets compile (nightly)
+fuzz-build:
+	cd fuzz && $(CARGO) +nightly check --bins
