@@ -96,8 +96,8 @@ impl BbrResume {
         self.current_rtt = ack.smoothed_rtt;
         if self.phase == Phase::Reconnaissance {
             return match self.recon.on_ack(ack, &self.config, &self.saved) {
-                Verdict::Abandon(trigger) => Some(self.change(Phase::Normal, trigger, ack.now)),
-                Verdict::Wait | Verdict::Ready => self.check_recon(ack.cwnd, ack.now),
+                Err(trigger) => Some(self.change(Phase::Normal, trigger, ack.now)),
+                Ok(()) => self.check_recon(ack.cwnd, ack.now),
             };
         }
         self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);

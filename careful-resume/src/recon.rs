@@ -52,10 +52,16 @@ impl Reconnaissance {
         self.cwnd_limited = sent.cwnd_limited;
     }
 
-    /// Checks the RTT sample and the acknowledgement of the initial data.
-    pub(crate) fn on_ack(&mut self, ack: &Ack, config: &Config, saved: &SavedState) -> Verdict {
+    /// Checks the RTT sample and the acknowledgement of the initial data;
+    /// an RTT that does not fit the saved one ends Careful Resume.
+    pub(crate) fn on_ack(
+        &mut self,
+        ack: &Ack,
+        config: &Config,
+        saved: &SavedState,
+    ) -> Result<(), Trigger> {
         if !rtt_fits(ack.min_rtt, config, saved) {
-            return Verdict::Abandon(Trigger::RttNotValidated);
+            return Err(Trigger::RttNotValidated);
         }
         self.rtt_validated = true;
         if self.handshake_acked {
@@ -70,7 +76,7 @@ impl Reconnaissance {
                 (Some(_), None) => false,
             };
         }
-        Verdict::Wait
+        Ok(())
     }
 
     /// Whether every condition for a jump holds now.

@@ -91,10 +91,8 @@ impl CarefulResume {
         self.current_rtt = ack.smoothed_rtt;
         match self.phase {
             Phase::Reconnaissance => match self.recon.on_ack(ack, &self.config, &self.saved) {
-                Verdict::Abandon(trigger) => Some(self.end(trigger, None, None, ack.now)),
-                Verdict::Wait | Verdict::Ready => {
-                    self.try_jump(ack.cwnd, ack.bytes_in_flight, ack.now)
-                }
+                Err(trigger) => Some(self.end(trigger, None, None, ack.now)),
+                Ok(()) => self.try_jump(ack.cwnd, ack.bytes_in_flight, ack.now),
             },
             Phase::Unvalidated => {
                 self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
