@@ -58,10 +58,17 @@ impl TraceBuilder {
     /// Adds one record: the header, an event used for the timelines, or an
     /// event that is skipped.
     pub(crate) fn add(&mut self, record: &Record) -> Result<(), ReadError> {
-        let value: Value = serde_json::from_str(&record.text).map_err(|e| {
+        let value: Value = serde_json::from_str(record.text.trim_end()).map_err(|e| {
             let text = e.to_string();
             let message = text.split(" at line ").next().unwrap_or(&text);
-            let reason = format!("invalid JSON: {message} (column {})", e.column());
+            // Columns on the record's first line count its separator too.
+            let column = e.column()
+                + if e.line() <= 1 {
+                    record.separator_len
+                } else {
+                    0
+                };
+            let reason = format!("invalid JSON: {message} (column {column})");
             record.error(e.line().saturating_sub(1), reason)
         })?;
         if record.number == 1 && is_header(&value) {

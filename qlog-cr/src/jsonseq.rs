@@ -21,6 +21,8 @@ pub(crate) struct Record {
     pub(crate) line: usize,
     /// The JSON text, without the separator.
     pub(crate) text: String,
+    /// Characters of separator before the text on its first line.
+    pub(crate) separator_len: usize,
 }
 
 impl Record {
@@ -35,6 +37,19 @@ impl Record {
     }
 }
 
+/// A record whose end has not been seen yet.
+struct Pending {
+    line: usize,
+    text: String,
+    separator_len: usize,
+}
+
+impl Pending {
+    fn is_blank(&self) -> bool {
+        self.text.trim().is_empty()
+    }
+}
+
 /// Iterator over the records of a JSON-SEQ input.
 pub(crate) struct Records<R> {
     reader: R,
@@ -42,8 +57,8 @@ pub(crate) struct Records<R> {
     line: usize,
     /// Records returned so far.
     returned: usize,
-    /// The record being assembled: its first line and text.
-    pending: Option<(usize, String)>,
+    /// The record being assembled.
+    pending: Option<Pending>,
     /// Set once the input is exhausted or failed.
     done: bool,
 }
@@ -59,12 +74,13 @@ impl<R: BufRead> Records<R> {
         }
     }
 
-    fn emit(&mut self, line: usize, text: String) -> Record {
+    fn emit(&mut self, pending: Pending) -> Record {
         self.returned += 1;
         Record {
             number: self.returned,
-            line,
-            text,
+            line: pending.line,
+            text: pending.text,
+            separator_len: pending.separator_len,
         }
     }
 
@@ -95,17 +111,14 @@ impl<R: BufRead> Records<R> {
     fn next_record(&mut self) -> Result<Option<Record>, ReadError> {
         while let Some(bytes) = self.read_line()? {
             let starts_record = bytes.first() == Some(&RS);
-            let pending_text = self
-                .pending
-                .as_ref()
-                .is_some_and(|(_, text)| !text.trim().is_empty());
+            let pending_text = self.pending.as_ref().is_some_and(|p| !p.is_blank());
             let record = self.returned + 1 + usize::from(starts_record && pending_text);
             let Ok(line) = String::from_utf8(bytes) else {
                 return Err(self.malformed(record, "invalid UTF-8"));
             };
             if !starts_record {
                 match &mut self.pending {
-                    Some((_, text)) => text.push_str(&line),
+                    Some(pending) => pending.text.push_str(&line),
                     None if line.trim().is_empty() => {}
                     None => {
                         return Err(self.malformed(
@@ -116,19 +129,21 @@ impl<R: BufRead> Records<R> {
                 }
                 continue;
             }
-            let body = line.trim_start_matches(char::from(RS)).to_string();
-            let started = self.pending.replace((self.line, body));
-            if let Some((start, text)) = started {
-                if !text.trim().is_empty() {
-                    return Ok(Some(self.emit(start, text)));
-                }
+            let text = line.trim_start_matches(char::from(RS)).to_string();
+            let started = self.pending.replace(Pending {
+                line: self.line,
+                separator_len: line.len() - text.len(),
+                text,
+            });
+            if let Some(previous) = started.filter(|p| !p.is_blank()) {
+                return Ok(Some(self.emit(previous)));
             }
         }
         Ok(self
             .pending
             .take()
-            .filter(|(_, text)| !text.trim().is_empty())
-            .map(|(start, text)| self.emit(start, text)))
+            .filter(|p| !p.is_blank())
+            .map(|p| self.emit(p)))
     }
 }
 
@@ -162,6 +177,7 @@ mod tests {
             number,
             line,
             text: text.to_string(),
+            separator_len: 1,
         })
     }
 
@@ -185,7 +201,12 @@ mod tests {
     fn empty_records_and_blank_lines_are_skipped() {
         assert_eq!(
             split("\n\u{1e}\n\u{1e}\u{1e}{}\n\n"),
-            vec![record(1, 3, "{}\n\n")]
+            vec![Ok(Record {
+                number: 1,
+                line: 3,
+                text: "{}\n\n".to_string(),
+                separator_len: 2,
+            })]
         );
     }
 

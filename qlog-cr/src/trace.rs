@@ -164,8 +164,17 @@ impl Trace {
     /// use are skipped; events it uses must have the expected shape.
     pub fn from_reader(reader: impl BufRead, name: &str) -> Result<Trace, ReadError> {
         let mut builder = TraceBuilder::default();
+        let mut empty = true;
         for record in Records::new(reader) {
             builder.add(&record?)?;
+            empty = false;
+        }
+        if empty {
+            return Err(ReadError::Malformed {
+                line: 1,
+                record: 1,
+                reason: "no qlog records: the input is empty".to_string(),
+            });
         }
         Ok(builder.finish(name))
     }

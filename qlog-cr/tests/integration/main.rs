@@ -2,4 +2,6 @@
 
 mod support;
 
+mod event;
 mod fixtures;
+mod reader;
