@@ -107,10 +107,10 @@ impl fmt::Display for Summary {
                 let trigger = span.trigger.map_or(String::new(), |t| format!("  ({t})"));
                 let pipesize = span
                     .state
-                    .map_or(String::new(), |s| format!("  pipesize {} B", s.pipesize));
+                    .map_or(String::new(), |s| format!("pipesize {} B", s.pipesize));
                 writeln!(
                     f,
-                    "  {:>12.3} .. {:>12} ms  {:<15}{pipesize}{trigger}",
+                    "  {:>12.3} .. {:>12} ms  {:<16}{pipesize}{trigger}",
                     span.start_ms, end, span.phase
                 )?;
             }

@@ -2,6 +2,8 @@
 
 mod support;
 
+mod cli;
 mod event;
 mod fixtures;
+mod plot;
 mod reader;
