@@ -82,6 +82,9 @@ impl TraceBuilder {
         } else {
             event.time
         };
+        if !time_ms.is_finite() {
+            return Err(record.error(0, "event time out of range".to_string()));
+        }
         self.previous_time_ms = time_ms;
         self.end_ms = self.end_ms.max(time_ms);
         let Some(kind) = Kind::of(&event.name) else {

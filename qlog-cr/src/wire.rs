@@ -47,7 +47,7 @@ impl Kind {
 }
 
 /// The header record of a JSON-SEQ qlog file.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 pub(crate) struct Header {
     pub(crate) title: Option<String>,
     pub(crate) trace: Option<TraceHeader>,

@@ -275,6 +275,14 @@ fn malformed_input_reports_the_line() {
             seq(&[HEADER, r#"{"time":1,"name":"quic:careful_resume_phase_updated","data":{"new":"jumping","state_data":{"pipesize":0,"first_unvalidated_packet":0,"last_unvalidated_packet":0}}}"#]),
             "line 2 (record 2): invalid quic:careful_resume_phase_updated: unknown variant `jumping`, expected one of `reconnaissance`, `unvalidated`, `validating`, `normal`, `safe_retreat`",
         ),
+        (
+            seq(&[
+                r#"{"trace":{"common_fields":{"time_format":"relative_to_previous_event"}}}"#,
+                r#"{"time":1e308,"name":"quic:unknown"}"#,
+                r#"{"time":1e308,"name":"quic:unknown"}"#,
+            ]),
+            "line 3 (record 3): event time out of range",
+        ),
     ];
     for (input, expected) in cases {
         assert_eq!(read(&input).unwrap_err(), expected, "input: {input:?}");
