@@ -58,19 +58,8 @@ impl TraceBuilder {
     /// Adds one record: the header, an event used for the timelines, or an
     /// event that is skipped.
     pub(crate) fn add(&mut self, record: &Record) -> Result<(), ReadError> {
-        let value: Value = serde_json::from_str(record.text.trim_end()).map_err(|e| {
-            let text = e.to_string();
-            let message = text.split(" at line ").next().unwrap_or(&text);
-            // Columns on the record's first line count its separator too.
-            let column = e.column()
-                + if e.line() <= 1 {
-                    record.separator_len
-                } else {
-                    0
-                };
-            let reason = format!("invalid JSON: {message} (column {column})");
-            record.error(e.line().saturating_sub(1), reason)
-        })?;
+        let value: Value =
+            serde_json::from_str(record.text.trim_end()).map_err(|e| json_error(record, &e))?;
         if record.number == 1 && is_header(&value) {
             let header: wire::Header = parse(record, value, "header")?;
             self.set_header(header);
@@ -298,6 +287,24 @@ impl TraceBuilder {
             completion_ms,
         }
     }
+}
+
+/// A syntax error at its place in the file.
+fn json_error(record: &Record, e: &serde_json::Error) -> ReadError {
+    let text = e.to_string();
+    // serde_json appends the position within the record; the file's is given
+    // instead.
+    let message = text.split(" at line ").next().unwrap_or(&text);
+    let separator = if e.line() <= 1 {
+        record.separator_len
+    } else {
+        0
+    };
+    let reason = format!(
+        "invalid JSON: {message} (column {})",
+        e.column() + separator
+    );
+    record.error(e.line().saturating_sub(1), reason)
 }
 
 /// Whether the first record is a qlog file header rather than an event.

@@ -41,13 +41,14 @@ pub(super) fn draw(area: &Area<'_>, trace: &Trace, scales: &Scales) -> DrawResul
         .build_cartesian_2d(0.0..scales.time_s, 0.0..scales.window_kb)?;
 
     draw_phase_bands(&mut chart, trace, scales)?;
+    let decimals = if scales.window_kb < 10.0 { 1 } else { 0 };
     chart
         .configure_mesh()
         .x_desc("time since the trace started (s)")
         .y_desc("bytes (kB = 1000 B)")
         .axis_desc_style((style::FONT, 14))
         .label_style((style::FONT, 12))
-        .y_label_formatter(&|kb| format!("{kb:.0}"))
+        .y_label_formatter(&|kb| format!("{kb:.decimals$}"))
         .light_line_style(RGBColor(235, 235, 235))
         .draw()?;
     let end_s = trace.duration_ms / 1000.0;
