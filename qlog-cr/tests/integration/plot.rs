@@ -49,3 +49,11 @@ fn rendering_is_deterministic() {
 fn nothing_to_plot_is_an_error() {
     assert!(matches!(qlog_cr::render_svg(&[]), Err(PlotError::NoTraces)));
 }
+
+#[test]
+fn a_trace_without_events_still_renders() {
+    let header = "\u{1e}{\"trace\":{\"title\":\"empty\"}}\n";
+    let trace = Trace::from_reader(header.as_bytes(), "x").unwrap();
+    let svg = qlog_cr::render_svg(&[trace]).unwrap();
+    assert!(svg.contains("empty, 0 packets lost"));
+}
