@@ -101,6 +101,34 @@
 //! assert_eq!(again.resume, Err(ex_token::NoResume::AlreadyInUse));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Client side
+//!
+//! A client keeps NEW_TOKEN tokens in a [`TokenStore`] and takes one per
+//! connection attempt. If the server announced the `ex_token` transport
+//! parameter ([`TP_EX_TOKEN`] = [`EX_TOKEN_ENABLED`]), it may read Capacity
+//! and RTT, and lower Requested Capacity before echoing the token:
+//!
+//! ```
+//! # use std::time::{Duration, SystemTime};
+//! # use ex_token::*;
+//! # let mut server = TokenServer::new(
+//! #     KeyRing::new(TokenKey::from_bytes(1, &[1; 32])?), SimRng::new(1), ServerConfig::default());
+//! # let saved = SavedPath { capacity: 1_250_000, rtt: Duration::from_millis(600), extras: b"" };
+//! # let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+//! # let new_token = server.mint_bdp_token("192.0.2.10:1".parse()?, &saved, now, Duration::from_secs(60))?;
+//! let server_addr = "203.0.113.5:443".parse()?;
+//! let mut store = TokenStore::new(StoreConfig::default());
+//! store.insert("example.org", server_addr, new_token, now);
+//!
+//! let mut token = store.take("example.org", server_addr, now).expect("a token");
+//! if let Some(Ok(bdp)) = ExToken::decode(&token)?.bdp() {
+//!     assert_eq!((bdp.capacity, bdp.rtt_us), (1_250_000, 600_000));
+//!     // On a link known to be slower today, ask for at most 500 kB.
+//!     lower_requested_capacity(&mut token, 500_000)?;
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod address;
 mod bdp;

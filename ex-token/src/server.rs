@@ -4,7 +4,7 @@ use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime};
 
-use crate::keys::MAX_PLAINTEXT;
+use crate::keys::{MAX_PLAINTEXT, OPEN_BUF, SEAL_OVERHEAD};
 use crate::payload::{bdp_bound, AddressPayload, BdpPayload, ADDRESS_LABEL, BDP_LABEL};
 use crate::time::{expiry, from_unix_secs, unix_secs};
 use crate::{
@@ -172,7 +172,7 @@ impl<R: Rng> TokenServer<R> {
         };
         let mut plaintext = Vec::with_capacity(MAX_PLAINTEXT);
         payload.encode(&mut plaintext);
-        let mut private_data = Vec::with_capacity(MAX_PLAINTEXT + crate::keys::SEAL_OVERHEAD);
+        let mut private_data = Vec::with_capacity(MAX_PLAINTEXT + SEAL_OVERHEAD);
         let bound = bdp_bound(path.capacity, rtt_us);
         self.keys.seal(
             BDP_LABEL,
@@ -196,7 +196,7 @@ impl<R: Rng> TokenServer<R> {
     fn seal_address(&mut self, ip: IpAddr, expiry: u64) -> Result<Vec<u8>, MintError> {
         let mut plaintext = Vec::with_capacity(MAX_PLAINTEXT);
         AddressPayload { ip, expiry }.encode(&mut plaintext);
-        let mut sealed = Vec::with_capacity(MAX_PLAINTEXT + crate::keys::SEAL_OVERHEAD);
+        let mut sealed = Vec::with_capacity(MAX_PLAINTEXT + SEAL_OVERHEAD);
         self.keys
             .seal(ADDRESS_LABEL, &[], &plaintext, &mut self.rng, &mut sealed)?;
         Ok(sealed)
@@ -285,7 +285,7 @@ impl<R: Rng> TokenServer<R> {
         if sealed.is_empty() {
             return AddressStatus::Absent;
         }
-        let mut buf = [0u8; crate::keys::OPEN_BUF];
+        let mut buf = [0u8; OPEN_BUF];
         let payload = match self.keys.open(ADDRESS_LABEL, &[], sealed, &mut buf) {
             Ok(plaintext) => AddressPayload::decode(plaintext),
             Err(e) => return AddressStatus::Invalid(InvalidToken::Sealing(e)),
@@ -308,8 +308,8 @@ impl<R: Rng> TokenServer<R> {
         if bdp.private_data.is_empty() {
             return Err(NoResume::Unprotected);
         }
-        let invalid = |reason| NoResume::Invalid(reason);
-        let mut buf = [0u8; crate::keys::OPEN_BUF];
+        let invalid = NoResume::Invalid;
+        let mut buf = [0u8; OPEN_BUF];
         let bound = bdp_bound(bdp.capacity, bdp.rtt_us);
         let plaintext = self
             .keys
