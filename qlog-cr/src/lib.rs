@@ -92,8 +92,11 @@
 mod builder;
 mod error;
 mod event;
+#[cfg(feature = "careful-resume")]
+mod from_careful_resume;
 mod jsonseq;
 mod phases;
+#[cfg(feature = "plot")]
 mod plot;
 mod summary;
 mod trace;
@@ -110,9 +113,8 @@ pub use event::Trigger;
 pub use event::EVENT_NAME;
 pub use event::LEGACY_EVENT_NAME;
 pub use phases::PhaseSpan;
-pub use plot::plot;
-pub use plot::render_svg;
-pub use plot::PlotError;
+#[cfg(feature = "plot")]
+pub use plot::{plot, render_svg, PlotError};
 pub use summary::Summary;
 pub use trace::Loss;
 pub use trace::PhaseChange;
