@@ -100,7 +100,9 @@ pub struct ExToken<'a> {
 }
 
 impl<'a> ExToken<'a> {
-    /// Decodes and checks a token without copying it.
+    /// Decodes and checks a token without copying it: the size limit,
+    /// every length, and that no extension identifier repeats. The BDP_TOKEN
+    /// data is only located here; [`ExToken::bdp`] parses it.
     pub fn decode(token: &'a [u8]) -> Result<Self, DecodeError> {
         if token.len() > MAX_TOKEN_LEN {
             return Err(DecodeError::TooLong(token.len()));
@@ -112,6 +114,7 @@ impl<'a> ExToken<'a> {
             .buf();
         let extensions = token.get(r.off()..).ok_or(DecodeError::Truncated)?;
 
+        // Identifiers seen so far; only the first `count` slots are filled.
         let mut seen = [ExtensionId::BDP_TOKEN; MAX_EXTENSIONS];
         let mut count = 0;
         let mut bdp = None;
