@@ -39,7 +39,9 @@ fn bench_tokens(c: &mut Criterion) {
     });
 
     let decoded = ExToken::decode(&token).expect("decode");
-    c.bench_function("ex_token/encode", |b| b.iter(|| black_box(&decoded).to_vec()));
+    c.bench_function("ex_token/encode", |b| {
+        b.iter(|| black_box(&decoded).to_vec())
+    });
 
     c.bench_function("ex_token/mint_bdp", |b| {
         b.iter(|| server.mint_bdp_token(black_box(client), &SAVED, now(), lifetime))
