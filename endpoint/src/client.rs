@@ -1,0 +1,147 @@
+//! The client side: keep tokens, present one, make room for the resumed
+//! window.
+
+use std::net::SocketAddr;
+use std::time::SystemTime;
+
+use ex_token::{ExToken, StoreConfig, TokenStore};
+
+use crate::Error;
+
+/// What the client asks the server to resume with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RequestedCapacity {
+    /// Whatever the server saved.
+    #[default]
+    AsSaved,
+    /// At most this many bytes, for a client that knows its path got worse.
+    AtMost(u64),
+    /// No Careful Resume: treat the connection as a fresh congestion context.
+    OptOut,
+}
+
+/// How a [`ResumeClient`] presents tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// Lowering (never raising) the Requested Capacity of BDP tokens.
+    pub requested_capacity: RequestedCapacity,
+    /// Flow-control credit granted per byte of saved Capacity. The server
+    /// jumps to half the Capacity and then grows; a receive window smaller
+    /// than that throttles the resumed connection.
+    pub credit_per_capacity: u64,
+    /// Bounds of the token store.
+    pub store: StoreConfig,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            requested_capacity: RequestedCapacity::AsSaved,
+            credit_per_capacity: 2,
+            store: StoreConfig::default(),
+        }
+    }
+}
+
+/// Careful Resume for a quiche client: stores the tokens servers send and
+/// presents one, once, on the next connection to the same server.
+#[derive(Debug)]
+pub struct ResumeClient {
+    store: TokenStore,
+    config: ClientConfig,
+}
+
+impl ResumeClient {
+    /// A client with an empty token store.
+    pub fn new(config: ClientConfig) -> Self {
+        ResumeClient {
+            store: TokenStore::new(config.store),
+            config,
+        }
+    }
+
+    /// A client using `store`, for example one loaded from a file.
+    pub fn with_store(store: TokenStore, config: ClientConfig) -> Self {
+        ResumeClient { store, config }
+    }
+
+    /// The token store, for saving it to a file.
+    pub fn store(&self) -> &TokenStore {
+        &self.store
+    }
+
+    /// Recognises the server's `ex_token` transport parameter.
+    pub fn configure(&self, config: &mut quiche::Config) -> Result<(), Error> {
+        config.set_ex_token(ex_token::TP_EX_TOKEN, 0)?;
+        Ok(())
+    }
+
+    /// Connects like [`quiche::connect()`], presenting a stored token for
+    /// (`server_name`, `peer`) if there is one.
+    ///
+    /// When the token carries a saved Capacity, the connection's initial
+    /// flow-control credit (connection and stream, and the autotuning
+    /// ceilings) is set in `config` to `credit_per_capacity` times it, so the
+    /// resumed window is not limited by the receiver; `config` keeps that
+    /// setting for later connections.
+    pub fn connect(
+        &mut self,
+        server_name: &str,
+        scid: &quiche::ConnectionId,
+        local: SocketAddr,
+        peer: SocketAddr,
+        config: &mut quiche::Config,
+        now: SystemTime,
+    ) -> Result<quiche::Connection, Error> {
+        let token = self.store.take(server_name, peer, now);
+
+        let token = token.map(|mut token| {
+            if let Some(capacity) = self.prepare(&mut token) {
+                let credit = capacity.saturating_mul(self.config.credit_per_capacity);
+                raise_credit(config, credit);
+            }
+            token
+        });
+
+        let mut conn = quiche::connect(Some(server_name), scid, local, peer, config)?;
+        if let Some(token) = token {
+            conn.set_token(&token)?;
+        }
+        Ok(conn)
+    }
+
+    /// Applies the Requested Capacity policy to a BDP token in place and
+    /// returns the capacity the server may resume with, if any.
+    fn prepare(&self, token: &mut [u8]) -> Option<u64> {
+        let capacity = ExToken::decode(token).ok()?.bdp()?.ok()?.capacity;
+        let requested = match self.config.requested_capacity {
+            RequestedCapacity::AsSaved => return Some(capacity),
+            RequestedCapacity::AtMost(limit) => limit,
+            RequestedCapacity::OptOut => 0,
+        };
+        ex_token::lower_requested_capacity(token, requested)
+            .ok()
+            .filter(|&capacity| capacity > 0)
+    }
+
+    /// Housekeeping after each `recv()`: keeps the tokens the server sent
+    /// for the next connection to (`server_name`, `peer`).
+    pub fn on_progress(
+        &mut self,
+        conn: &mut quiche::Connection,
+        server_name: &str,
+        peer: SocketAddr,
+        now: SystemTime,
+    ) {
+        while let Some(token) = conn.new_token_next() {
+            self.store.insert(server_name, peer, token, now);
+        }
+    }
+}
+
+fn raise_credit(config: &mut quiche::Config, credit: u64) {
+    config.set_initial_max_data(credit);
+    config.set_initial_max_stream_data_bidi_local(credit);
+    config.set_max_connection_window(credit);
+    config.set_max_stream_window(credit);
+}

@@ -1,0 +1,206 @@
+//! The server side: tokens in, Careful Resume on, tokens out.
+
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime};
+
+use careful_resume::{InitialData, SavedState};
+use ex_token::{
+    MemoryGuard, NoResume, Rng, SavedParameters, SavedPath, SystemRng, TokenGuard, TokenRejected,
+    TokenServer,
+};
+
+use crate::Error;
+
+/// How a [`ResumeServer`] mints tokens and resumes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Lifetime of a BDP token: how long a saved set may be used (RFC 9959
+    /// leaves it to the sender; the project's default is one hour).
+    pub bdp_token_lifetime: Duration,
+    /// Lifetime of a plain address validation token, sent once the handshake
+    /// completes so even short connections leave the client a token.
+    pub address_token_lifetime: Duration,
+    /// The largest window Careful Resume may jump to, in bytes.
+    pub max_jump: Option<usize>,
+    /// Which reading of "the initial data was acknowledged" gates the jump.
+    pub initial_data: InitialData,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bdp_token_lifetime: Duration::from_secs(3600),
+            address_token_lifetime: Duration::from_secs(24 * 3600),
+            max_jump: None,
+            initial_data: InitialData::default(),
+        }
+    }
+}
+
+/// A connection a [`ResumeServer`] accepted, and what its token said.
+pub struct Accepted {
+    /// The connection, with Careful Resume started when the token allows it.
+    pub conn: quiche::Connection,
+    /// The client's address, which tokens are bound to.
+    pub peer: SocketAddr,
+    /// Whether the token validated the client's address (no Retry needed,
+    /// no anti-amplification limit).
+    pub address_validated: bool,
+    /// The saved set the connection resumes from, or why it does not.
+    pub resume: Result<SavedParameters, NoResume>,
+    /// Set under the strict policy when the token was invalid: the
+    /// connection has been closed with its error code.
+    pub rejected: Option<TokenRejected>,
+    address_token_sent: bool,
+}
+
+/// Careful Resume for a quiche server: validates tokens, resumes, and mints
+/// tokens from the capacity each connection observes.
+///
+/// One `ResumeServer` serves every connection of a process; the guard that
+/// enforces one user per saved set is shared through it.
+pub struct ResumeServer<R: Rng = SystemRng, G: TokenGuard = MemoryGuard> {
+    tokens: TokenServer<R>,
+    guard: G,
+    config: ServerConfig,
+}
+
+impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
+    /// A server minting and validating with `tokens`, checking saved sets
+    /// against `guard`.
+    pub fn new(tokens: TokenServer<R>, guard: G, config: ServerConfig) -> Self {
+        ResumeServer {
+            tokens,
+            guard,
+            config,
+        }
+    }
+
+    /// The token minter and validator, for key rotation.
+    pub fn tokens_mut(&mut self) -> &mut TokenServer<R> {
+        &mut self.tokens
+    }
+
+    /// Announces extensible tokens in the server's transport parameters.
+    pub fn configure(&self, config: &mut quiche::Config) -> Result<(), Error> {
+        config.set_ex_token(ex_token::TP_EX_TOKEN, ex_token::EX_TOKEN_ENABLED)?;
+        Ok(())
+    }
+
+    /// Accepts a connection whose Initial carried `token` (empty when none),
+    /// the same way [`quiche::accept()`] does, then acts on the token.
+    #[allow(clippy::too_many_arguments)]
+    pub fn accept(
+        &mut self,
+        scid: &quiche::ConnectionId,
+        odcid: Option<&quiche::ConnectionId>,
+        local: SocketAddr,
+        peer: SocketAddr,
+        token: &[u8],
+        config: &mut quiche::Config,
+        now: SystemTime,
+    ) -> Result<Accepted, Error> {
+        let mut conn = quiche::accept(scid, odcid, local, peer, config)?;
+
+        let validation = match self.tokens.validate(token, peer, now, &self.guard) {
+            Ok(validation) => validation,
+            Err(rejected) => {
+                let reason = rejected.reason.to_string();
+                conn.close(false, rejected.error_code, reason.as_bytes())
+                    .or_else(ignore_done)?;
+                return Ok(Accepted {
+                    conn,
+                    peer,
+                    address_validated: false,
+                    resume: Err(NoResume::Invalid(rejected.reason)),
+                    rejected: Some(rejected),
+                    address_token_sent: true,
+                });
+            }
+        };
+
+        let address_validated = validation.address.is_validated();
+        if address_validated {
+            conn.set_peer_address_verified()?;
+        }
+
+        if let Ok(saved) = &validation.resume {
+            self.resume(&mut conn, saved)?;
+        }
+
+        conn.observe_careful_resume()?;
+
+        Ok(Accepted {
+            conn,
+            peer,
+            address_validated,
+            resume: validation.resume,
+            rejected: None,
+            address_token_sent: false,
+        })
+    }
+
+    fn resume(&self, conn: &mut quiche::Connection, saved: &SavedParameters) -> Result<(), Error> {
+        let stats = conn.path_stats().next().ok_or(quiche::Error::InvalidState)?;
+        let mut resume_config = careful_resume::Config::new(stats.cwnd, stats.pmtu)
+            .map_err(|_| quiche::Error::InvalidState)?
+            .with_initial_data(self.config.initial_data);
+        if let Some(max_jump) = self.config.max_jump {
+            resume_config = resume_config.with_max_jump(max_jump);
+        }
+
+        let saved = SavedState {
+            cwnd: usize::try_from(saved.saved_cwnd).unwrap_or(usize::MAX),
+            rtt: saved.saved_rtt,
+        };
+        conn.setup_careful_resume_with(resume_config, saved)?;
+        Ok(())
+    }
+
+    /// Housekeeping after each `recv()`, `send()` or `on_timeout()` of an
+    /// accepted connection: once the handshake is complete, sends the client
+    /// an address validation token, then a fresh BDP token whenever the
+    /// observing policy saves new capacity. `now` is wall-clock time.
+    pub fn on_progress(&mut self, accepted: &mut Accepted, now: SystemTime) {
+        let conn = &mut accepted.conn;
+        if !conn.is_established() {
+            return;
+        }
+
+        // Tokens that cannot be minted or queued only cost the next
+        // connection its head start; they never fail this one.
+        if !accepted.address_token_sent {
+            accepted.address_token_sent = true;
+            if let Ok(token) = self.tokens.mint_address_token(
+                accepted.peer,
+                now,
+                self.config.address_token_lifetime,
+            ) {
+                conn.send_new_token(&token).ok();
+            }
+        }
+
+        while let Some(observation) = conn.careful_resume_observation_next() {
+            let path = SavedPath {
+                capacity: observation.saved_cwnd as u64,
+                rtt: observation.saved_rtt,
+                extras: &[],
+            };
+            if let Ok(token) = self.tokens.mint_bdp_token(
+                accepted.peer,
+                &path,
+                now,
+                self.config.bdp_token_lifetime,
+            ) {
+                conn.send_new_token(&token).ok();
+            }
+        }
+    }
+}
+
+fn ignore_done(e: quiche::Error) -> Result<(), quiche::Error> {
+    match e {
+        quiche::Error::Done => Ok(()),
+        e => Err(e),
+    }
+}
