@@ -51,6 +51,10 @@ test: fmt-check clippy test-workspace quiche-check quiche-test
 bench: setup quiche
 	$(CARGO) bench -p quiche-cr-benches
 
+## demo: Careful Resume on a simulated GEO satellite link: times, speed-ups, SVG plots (target/cr-demo/)
+demo: setup quiche
+	$(CARGO) run --release -p cr-sim -- demo
+
 ## fuzz: run each cargo-fuzz target for FUZZ_SECONDS (needs nightly and cargo-fuzz)
 fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked

@@ -1,0 +1,270 @@
+//! Every creation of a client or server quiche connection, and the
+//! housekeeping after each receive, send or timeout, goes through here.
+//!
+//! This is the one module that knows how a Careful Resume endpoint is set
+//! up. Today it makes plain quiche connections: the server mints no tokens,
+//! so a client has none to present and a "resumed" connection behaves like
+//! a baseline. The integration crate `cr-endpoint` replaces the bodies of
+//! [`SimServer::new`], [`SimServer::accept`], [`SimServer::after_io`],
+//! [`SimClient::new`], [`SimClient::connect`] and [`SimClient::after_io`]
+//! (server: validate the client's token from its Initial, set up Careful
+//! Resume, mint BDP tokens and send NEW_TOKEN; client: keep tokens from
+//! NEW_TOKEN and present one on the next connection); the rest of the
+//! simulator does not change.
+
+use std::net::SocketAddr;
+
+use crate::choices::AppKind;
+use crate::choices::CongestionControl;
+use crate::clock::Now;
+use crate::error::SimError;
+use crate::link::MAX_DATAGRAM;
+use crate::qlog_capture::QlogBuffer;
+
+/// The simulator's test certificate (name `quiche-cr.test`) and its key.
+///
+/// RSA rather than the ECDSA key of the top-level `certs/`: an ECDSA
+/// signature's DER length varies with its random nonce, and a retransmitted
+/// server handshake flight is not padded, so its size (and every time after
+/// it) would differ from run to run. RSA-PSS signatures are always as long
+/// as the modulus.
+const CERT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/cert.pem");
+const KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/certs/key.pem");
+
+/// The server name the client asks for.
+pub const SERVER_NAME: &str = "quiche-cr.test";
+
+/// Flow-control credit the client grants: more than any simulated object,
+/// so that only the congestion controller limits the server.
+///
+/// quiche caps its receive windows at 24 MiB (connection) and 16 MiB
+/// (stream) by default; the caps are raised to this value too, since a
+/// window smaller than a 10 MiB object plus its in-flight data would throttle
+/// the sender on long paths.
+pub const FLOW_CONTROL_CREDIT: u64 = 64 * 1024 * 1024;
+
+/// Idle timeout of both endpoints: long enough for loss bursts on GEO paths.
+const IDLE_TIMEOUT_MS: u64 = 60_000;
+
+/// What both endpoints of a flow agree on.
+#[derive(Clone, Copy, Debug)]
+pub struct EndpointSettings {
+    /// The server's congestion controller.
+    pub cc: CongestionControl,
+    /// The application protocol.
+    pub app: AppKind,
+    /// Whether Careful Resume may be used (false for the baseline).
+    pub resume: bool,
+    /// Makes connection IDs differ between flows and seeds.
+    pub seed: u64,
+}
+
+/// Settings shared by client and server configurations.
+fn base_config(settings: &EndpointSettings) -> Result<quiche::Config, SimError> {
+    let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION)?;
+    config.set_application_protos(&[settings.app.alpn()])?;
+    config.set_max_idle_timeout(IDLE_TIMEOUT_MS);
+    config.set_max_send_udp_payload_size(MAX_DATAGRAM);
+    config.set_max_recv_udp_payload_size(MAX_DATAGRAM);
+    config.set_initial_max_data(FLOW_CONTROL_CREDIT);
+    config.set_initial_max_stream_data_bidi_local(FLOW_CONTROL_CREDIT);
+    config.set_initial_max_stream_data_bidi_remote(FLOW_CONTROL_CREDIT);
+    config.set_initial_max_stream_data_uni(1024 * 1024);
+    config.set_initial_max_streams_bidi(100);
+    config.set_initial_max_streams_uni(100);
+    config.set_max_connection_window(FLOW_CONTROL_CREDIT);
+    config.set_max_stream_window(FLOW_CONTROL_CREDIT);
+    config.set_cc_algorithm(settings.cc.algorithm());
+    // GREASE draws random values of random encoded length, which would make
+    // packet sizes, and so timings, differ between runs of the same seed.
+    config.grease(false);
+    config.verify_peer(false);
+    Ok(config)
+}
+
+/// A connection ID derived from the seed, the flow and a counter, so that
+/// runs are reproducible.
+fn connection_id(seed: u64, flow: u64, counter: u64, server: bool) -> [u8; 16] {
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&seed.to_be_bytes());
+    let tag = (flow << 33) | (counter << 1) | u64::from(server);
+    id[8..].copy_from_slice(&tag.to_be_bytes());
+    id
+}
+
+/// Attaches a qlog writer: the server's trace always (it carries the Careful
+/// Resume events), the client's when asked for.
+fn attach_qlog(conn: &mut quiche::Connection, qlog: &QlogBuffer, title: &str) {
+    conn.set_qlog_with_level(
+        Box::new(qlog.clone()),
+        title.to_string(),
+        "cr-sim".to_string(),
+        quiche::QlogLevel::Extra,
+    );
+}
+
+/// The server of one flow: it outlives its connections, as a server fleet
+/// outlives the connections it serves (it will hold the token keys).
+pub struct SimServer {
+    config: quiche::Config,
+    settings: EndpointSettings,
+    flow: u64,
+    accepted: u64,
+}
+
+/// One server-side connection.
+pub struct ServerConnection {
+    conn: quiche::Connection,
+    qlog: QlogBuffer,
+}
+
+impl ServerConnection {
+    /// The quiche connection.
+    pub fn conn(&mut self) -> &mut quiche::Connection {
+        &mut self.conn
+    }
+
+    /// The quiche connection, read-only.
+    pub fn conn_ref(&self) -> &quiche::Connection {
+        &self.conn
+    }
+
+    /// The server's qlog trace so far.
+    pub fn qlog(&self) -> &QlogBuffer {
+        &self.qlog
+    }
+}
+
+impl SimServer {
+    /// The server of flow number `flow`.
+    ///
+    /// cr-endpoint: build the CR server (token keys, CR configuration,
+    /// whether `settings.resume` allows CR) here.
+    pub fn new(settings: EndpointSettings, flow: u64) -> Result<SimServer, SimError> {
+        let mut config = base_config(&settings)?;
+        config.load_cert_chain_from_pem_file(CERT)?;
+        config.load_priv_key_from_pem_file(KEY)?;
+        Ok(SimServer {
+            config,
+            settings,
+            flow,
+            accepted: 0,
+        })
+    }
+
+    /// Accepts a new connection from the client's first Initial datagram.
+    ///
+    /// Returns `None` when the datagram is not a long-header Initial that
+    /// can start a connection (it is then ignored).
+    ///
+    /// cr-endpoint: validate the token of the Initial (`header.token`), set
+    /// up Careful Resume from its BDP extension, mark the address verified.
+    pub fn accept(
+        &mut self,
+        datagram: &mut [u8],
+        local: SocketAddr,
+        peer: SocketAddr,
+        _now: &Now,
+    ) -> Result<Option<ServerConnection>, SimError> {
+        let Ok(header) = quiche::Header::from_slice(datagram, quiche::MAX_CONN_ID_LEN) else {
+            return Ok(None);
+        };
+        if header.ty != quiche::Type::Initial {
+            return Ok(None);
+        }
+        let scid_bytes = connection_id(self.settings.seed, self.flow, self.accepted, true);
+        self.accepted += 1;
+        let scid = quiche::ConnectionId::from_ref(&scid_bytes);
+        let mut conn = quiche::accept(&scid, None, local, peer, &mut self.config)?;
+        let qlog = QlogBuffer::new();
+        attach_qlog(&mut conn, &qlog, "server");
+        Ok(Some(ServerConnection { conn, qlog }))
+    }
+
+    /// Housekeeping after a receive, send or timeout on `connection`.
+    ///
+    /// cr-endpoint: mint BDP tokens from the observed capacity and queue
+    /// them with NEW_TOKEN.
+    pub fn after_io(&mut self, _connection: &mut ServerConnection, _now: &Now) {}
+}
+
+/// The client of one flow: it outlives its connections and keeps the tokens
+/// the server gave it, to present on the next connection.
+pub struct SimClient {
+    config: quiche::Config,
+    settings: EndpointSettings,
+    flow: u64,
+    connected: u64,
+    tokens: Vec<Vec<u8>>,
+}
+
+/// One client-side connection.
+pub struct ClientConnection {
+    conn: quiche::Connection,
+    qlog: Option<QlogBuffer>,
+}
+
+impl ClientConnection {
+    /// The quiche connection.
+    pub fn conn(&mut self) -> &mut quiche::Connection {
+        &mut self.conn
+    }
+
+    /// The quiche connection, read-only.
+    pub fn conn_ref(&self) -> &quiche::Connection {
+        &self.conn
+    }
+
+    /// The client's qlog trace, when one was asked for.
+    pub fn qlog(&self) -> Option<&QlogBuffer> {
+        self.qlog.as_ref()
+    }
+}
+
+impl SimClient {
+    /// The client of flow number `flow`.
+    ///
+    /// cr-endpoint: build the CR client (token store) here.
+    pub fn new(settings: EndpointSettings, flow: u64) -> Result<SimClient, SimError> {
+        Ok(SimClient {
+            config: base_config(&settings)?,
+            settings,
+            flow,
+            connected: 0,
+            tokens: Vec::new(),
+        })
+    }
+
+    /// Tokens received and not yet used.
+    pub fn tokens(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Opens a new connection, presenting a kept token when resuming.
+    ///
+    /// cr-endpoint: present the newest token for `peer` (unless
+    /// `settings.resume` is off) and size the flow-control credit.
+    pub fn connect(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        keep_qlog: bool,
+        _now: &Now,
+    ) -> Result<ClientConnection, SimError> {
+        let scid_bytes = connection_id(self.settings.seed, self.flow, self.connected, false);
+        self.connected += 1;
+        let scid = quiche::ConnectionId::from_ref(&scid_bytes);
+        let mut conn = quiche::connect(Some(SERVER_NAME), &scid, local, peer, &mut self.config)?;
+        let _token_to_present = self.settings.resume.then(|| self.tokens.pop()).flatten();
+        let qlog = keep_qlog.then(QlogBuffer::new);
+        if let Some(q) = &qlog {
+            attach_qlog(&mut conn, q, "client");
+        }
+        Ok(ClientConnection { conn, qlog })
+    }
+
+    /// Housekeeping after a receive, send or timeout on `connection`.
+    ///
+    /// cr-endpoint: take the tokens that arrived in NEW_TOKEN frames.
+    pub fn after_io(&mut self, _connection: &mut ClientConnection, _now: &Now) {}
+}

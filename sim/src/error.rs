@@ -1,0 +1,47 @@
+//! Why a simulation could not finish.
+
+use std::fmt;
+
+/// A simulation failed.
+#[derive(Debug)]
+pub enum SimError {
+    /// quiche refused a configuration or a connection call.
+    Quiche(quiche::Error),
+    /// The HTTP/3 layer failed.
+    Http3(quiche::h3::Error),
+    /// Nothing left to happen before the transfer finished.
+    Stalled(String),
+    /// The transfer did not finish within the virtual-time limit.
+    TimedOut(String),
+    /// The scenario's parameters do not make sense.
+    Scenario(String),
+    /// Writing an output file (qlog, plot) failed.
+    Output(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Quiche(e) => write!(f, "quiche: {e}"),
+            SimError::Http3(e) => write!(f, "HTTP/3: {e}"),
+            SimError::Stalled(what) => write!(f, "the simulation stalled: {what}"),
+            SimError::TimedOut(what) => write!(f, "virtual time limit reached: {what}"),
+            SimError::Scenario(what) => write!(f, "bad scenario: {what}"),
+            SimError::Output(what) => write!(f, "cannot write output: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl From<quiche::Error> for SimError {
+    fn from(e: quiche::Error) -> Self {
+        SimError::Quiche(e)
+    }
+}
+
+impl From<quiche::h3::Error> for SimError {
+    fn from(e: quiche::h3::Error) -> Self {
+        SimError::Http3(e)
+    }
+}

@@ -1,0 +1,97 @@
+//! cr-sim: a deterministic virtual-time network simulator that runs real
+//! quiche-cr clients and servers over a bottleneck link, to show what
+//! Careful Resume (RFC 9959) does for a connection that resumes a path's
+//! saved capacity.
+//!
+//! # Model
+//!
+//! Two endpoints are joined by a bottleneck with, per direction, a rate, a
+//! one-way delay, a drop-tail queue in bytes (or a multiple of the
+//! bandwidth-delay product), seeded random loss, loss windows (time ranges,
+//! counted from each connection's start, with their own loss rate), jitter
+//! (uniform extra delay that never reorders) and a rate schedule ([`link`]).
+//! Competing flows (more client/server pairs) share the same bottleneck.
+//! Time is virtual ([`clock`]): the loop ([`world`]) jumps to the next
+//! datagram release (quiche's pacing time `SendInfo.at`), arrival or
+//! connection timer (`timeout_instant()`), and moves quiche's thread-local
+//! clock there. A session ([`session`]) runs connection 1, a gap, then
+//! connection 2, which presents the token connection 1 received.
+//!
+//! Every quiche connection is made in [`endpoint`]; that is where the
+//! Careful Resume integration plugs in.
+//!
+//! # Determinism
+//!
+//! The link draws from its own seeded generator ([`rng`]), connection IDs
+//! derive from the seed, GREASE is off, and simulation time is exact
+//! nanoseconds, so a scenario and seed give the same report every time.
+//! What quiche itself randomises (TLS secrets, packet-number skipping) does
+//! not change packet sizes or timing in any way the report shows (tested by
+//! running scenarios twice and comparing the JSON).
+//!
+//! # JSON schema of `cr-sim run --json` (stable)
+//!
+//! Times are seconds (to the microsecond), rates Mbit/s unless named `_bps`.
+//!
+//! ```text
+//! {
+//!   "scenario": {
+//!     "rate_bps": u64, "rtt_s": f64, "size_bytes": u64,
+//!     "cc": "cubic"|"reno"|"bbr2", "app": "h3"|"stream",
+//!     "loss": f64, "loss_windows": [{"from_s": f64, "to_s": f64, "loss": f64}],
+//!     "rate2_bps": u64|null, "rtt2_s": f64|null, "queue_bytes": u64,
+//!     "gap_s": f64, "jitter_s": f64, "seed": u64, "resume": bool,
+//!     "competing_flow": bool
+//!   },
+//!   "limit_s": f64,              // 2*RTT + size/rate of the first path
+//!   "connections": [             // [first, second]
+//!     {
+//!       "completion_s": f64|null, // client's first packet -> last body byte
+//!       "ttfb_s": f64|null,       // client's first packet -> first body byte
+//!       "goodput_mbps": f64|null, // size / completion
+//!       "packets_sent": u64,      // by the server
+//!       "packets_lost": u64,      // declared lost by the server
+//!       "limit_s": f64,           // 2*RTT + size/rate of this connection's path
+//!       "ratio_to_limit": f64|null,
+//!       "cr": {                   // from the server's qlog
+//!         "engaged": bool,        // an Unvalidated phase was entered
+//!         "jump_cwnd": u64|null,  // cwnd (bytes) on entering Unvalidated
+//!         "phases": [{"t_s": f64, "from": str|null, "to": str, "trigger": str|null}],
+//!         "final_phase": str|null
+//!       }
+//!     }, ...
+//!   ],
+//!   "speedup": f64|null,         // first completion / second completion
+//!   "competing": null | {"before_mbps": f64, "during_mbps": f64, "kept": f64|null}
+//! }
+//! ```
+//!
+//! Phase and trigger names are the qlog strings of
+//! `quic:careful_resume_phase_updated` (`reconnaissance`, `unvalidated`,
+//! `validating`, `safe_retreat`, `normal`; `congestion_window_limited`, ...);
+//! `t_s` counts from the client's first packet. `cr-sim suite --json`
+//! prints an array of `{"name", "about", "resumed": {"Ok": report} |
+//! {"Err": message}, "baseline": ...}`.
+
+pub mod app;
+pub mod choices;
+pub mod clock;
+pub mod demo;
+pub mod endpoint;
+pub mod error;
+pub mod link;
+pub mod output;
+pub mod qlog_capture;
+pub mod report;
+pub mod rng;
+pub mod scenario;
+pub mod session;
+pub mod suite;
+pub mod table;
+pub mod units;
+pub mod world;
+
+pub use error::SimError;
+pub use report::Report;
+pub use scenario::Scenario;
+pub use session::run_session;

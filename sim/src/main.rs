@@ -1,0 +1,192 @@
+//! `cr-sim`: run Careful Resume sessions over a simulated link.
+//!
+//! ```text
+//! cr-sim run --rate 10mbit --rtt 800ms --size 1MiB [--cc cubic|reno|bbr2] [--loss P]
+//!            [--loss-window FROM..TO:P] [--rate2 R] [--rtt2 T] [--queue SIZE|xBDP]
+//!            [--gap T] [--seed N] [--app h3|stream] [--no-resume]
+//!            [--qlog-dir DIR] [--plot FILE.svg] [--json]
+//! cr-sim suite [--json]
+//! cr-sim demo [--out DIR]
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use clap::Subcommand;
+use cr_sim::choices::AppKind;
+use cr_sim::choices::CongestionControl;
+use cr_sim::output;
+use cr_sim::run_session;
+use cr_sim::suite;
+use cr_sim::table;
+use cr_sim::units::parse_duration;
+use cr_sim::units::ByteSize;
+use cr_sim::units::LossWindow;
+use cr_sim::units::Probability;
+use cr_sim::units::QueueLimit;
+use cr_sim::units::Rate;
+use cr_sim::Report;
+use cr_sim::Scenario;
+
+/// Simulate IETF Careful Resume (RFC 9959) over a bottleneck link, in
+/// virtual time, with real quiche-cr endpoints.
+#[derive(Parser)]
+#[command(name = "cr-sim", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// One session: a first connection, then a second one that presents the
+    /// first one's token.
+    Run(RunArgs),
+    /// The standard scenarios, each also as its no-resume baseline, in
+    /// parallel.
+    Suite {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// GEO satellite link, 1 MiB and 10 MiB, first versus resumed, with plots.
+    Demo {
+        /// Folder for the plots and qlog traces.
+        #[arg(long, default_value = "target/cr-demo")]
+        out: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Bottleneck rate (both directions), e.g. 10mbit.
+    #[arg(long, default_value = "10mbit")]
+    rate: Rate,
+    /// Round-trip propagation delay, e.g. 800ms.
+    #[arg(long, default_value = "800ms", value_parser = parse_duration)]
+    rtt: Duration,
+    /// Object size fetched on each connection, e.g. 1MiB.
+    #[arg(long, default_value = "1MiB")]
+    size: ByteSize,
+    /// The server's congestion controller.
+    #[arg(long, value_enum, default_value = "cubic")]
+    cc: CongestionControl,
+    /// Random loss probability, e.g. 0.05 or 5%.
+    #[arg(long, default_value = "0")]
+    loss: Probability,
+    /// Loss window FROM..TO:P counted from each connection's start, e.g.
+    /// 0..2s:30%; may be repeated.
+    #[arg(long = "loss-window")]
+    loss_windows: Vec<LossWindow>,
+    /// Rate for the second connection (capacity change).
+    #[arg(long)]
+    rate2: Option<Rate>,
+    /// RTT for the second connection (path change).
+    #[arg(long, value_parser = parse_duration)]
+    rtt2: Option<Duration>,
+    /// Drop-tail queue per direction: bytes (64KiB) or a BDP multiple (2xBDP).
+    #[arg(long, default_value = "1xBDP")]
+    queue: QueueLimit,
+    /// Time from the end of the first download to the second connection.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    gap: Duration,
+    /// Seed of the link's randomness.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Application: HTTP/3 GET or one raw stream.
+    #[arg(long, value_enum, default_value = "h3")]
+    app: AppKind,
+    /// Do not present the token: the baseline.
+    #[arg(long)]
+    no_resume: bool,
+    /// Write the qlog traces of both connections into this folder.
+    #[arg(long)]
+    qlog_dir: Option<PathBuf>,
+    /// Draw the server's traces of both connections into this SVG file.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Print the report as JSON (schema in the crate documentation).
+    #[arg(long)]
+    json: bool,
+}
+
+impl RunArgs {
+    fn scenario(&self) -> Scenario {
+        Scenario {
+            rate: self.rate,
+            rtt: self.rtt,
+            size: self.size.0,
+            cc: self.cc,
+            loss: self.loss,
+            loss_windows: self.loss_windows.clone(),
+            rate2: self.rate2,
+            rtt2: self.rtt2,
+            queue: self.queue,
+            gap: self.gap,
+            seed: self.seed,
+            app: self.app,
+            resume: !self.no_resume,
+            ..Scenario::default()
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse().command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("cr-sim: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, String> {
+    serde_json::to_string_pretty(value).map_err(|e| e.to_string())
+}
+
+fn run(command: Command) -> Result<(), String> {
+    match command {
+        Command::Run(args) => {
+            let scenario = args.scenario();
+            let outcome =
+                run_session(&scenario, args.qlog_dir.is_some()).map_err(|e| e.to_string())?;
+            if let Some(dir) = &args.qlog_dir {
+                output::write_qlogs(&outcome, dir).map_err(|e| e.to_string())?;
+            }
+            if let Some(svg) = &args.plot {
+                output::plot(&outcome, "", svg).map_err(|e| e.to_string())?;
+            }
+            let report = Report::of(&outcome);
+            if args.json {
+                println!("{}", to_json(&report)?);
+            } else {
+                print!("{}", table::session(&report));
+            }
+            Ok(())
+        }
+        Command::Suite { json } => {
+            let results = suite::run(suite::cases());
+            if json {
+                println!("{}", to_json(&results)?);
+            } else {
+                print!("{}", suite::render(&results));
+            }
+            let failed = results
+                .iter()
+                .filter(|r| r.resumed.is_err() || r.baseline.is_err())
+                .count();
+            if failed > 0 {
+                return Err(format!("{failed} scenario(s) failed"));
+            }
+            Ok(())
+        }
+        Command::Demo { out } => {
+            let text = cr_sim::demo::run(&out).map_err(|e| e.to_string())?;
+            print!("{text}");
+            Ok(())
+        }
+    }
+}

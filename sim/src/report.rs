@@ -1,0 +1,264 @@
+//! The results of a session in the stable JSON schema of `cr-sim run
+//! --json` (documented in the crate documentation).
+
+use std::time::Duration;
+
+use qlog_cr::Phase;
+use qlog_cr::Trace;
+use serde::Serialize;
+use serde::Serializer;
+
+use crate::link::SimTime;
+use crate::scenario::Scenario;
+use crate::session::SessionOutcome;
+use crate::units::LossWindow;
+use crate::world::ConnectionRecord;
+
+/// Rounds seconds to the microsecond, so JSON stays short and stable.
+fn round_s(seconds: f64) -> f64 {
+    (seconds * 1e6).round() / 1e6
+}
+
+/// Rounds a rate or ratio to three decimals.
+fn round3(value: f64) -> f64 {
+    (value * 1e3).round() / 1e3
+}
+
+/// Serialises a duration as seconds, to the microsecond.
+pub(crate) fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(round_s(d.as_secs_f64()))
+}
+
+/// The `scenario` object: the parameters of the session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScenarioView {
+    /// Bottleneck rate, bits per second.
+    pub rate_bps: u64,
+    /// Round-trip propagation delay, seconds.
+    pub rtt_s: f64,
+    /// Object size, bytes.
+    pub size_bytes: u64,
+    /// Congestion controller: `cubic`, `reno` or `bbr2`.
+    pub cc: &'static str,
+    /// Application: `h3` or `stream`.
+    pub app: &'static str,
+    /// Random loss probability.
+    pub loss: f64,
+    /// Loss windows, seconds from each connection's start.
+    pub loss_windows: Vec<LossWindow>,
+    /// Rate of the second connection's path, when it differs.
+    pub rate2_bps: Option<u64>,
+    /// RTT of the second connection's path, when it differs.
+    pub rtt2_s: Option<f64>,
+    /// Drop-tail limit of the first connection's path, bytes per direction.
+    pub queue_bytes: u64,
+    /// Time between the first download's end and the second connection.
+    pub gap_s: f64,
+    /// Largest random extra one-way delay, seconds.
+    pub jitter_s: f64,
+    /// Seed of the link's randomness.
+    pub seed: u64,
+    /// Whether the second connection could resume (false: the baseline).
+    pub resume: bool,
+    /// Whether a competing long download shared the link.
+    pub competing_flow: bool,
+}
+
+impl ScenarioView {
+    /// The view of `scenario`.
+    pub fn of(scenario: &Scenario) -> ScenarioView {
+        ScenarioView {
+            rate_bps: scenario.rate.bps(),
+            rtt_s: round_s(scenario.rtt.as_secs_f64()),
+            size_bytes: scenario.size,
+            cc: scenario.cc.name(),
+            app: scenario.app.name(),
+            loss: scenario.loss.value(),
+            loss_windows: scenario.loss_windows.clone(),
+            rate2_bps: scenario.rate2.map(|r| r.bps()),
+            rtt2_s: scenario.rtt2.map(|r| round_s(r.as_secs_f64())),
+            queue_bytes: scenario.queue.bytes(scenario.rate, scenario.rtt),
+            gap_s: round_s(scenario.gap.as_secs_f64()),
+            jitter_s: round_s(scenario.jitter.as_secs_f64()),
+            seed: scenario.seed,
+            resume: scenario.resume,
+            competing_flow: scenario.competing.is_some(),
+        }
+    }
+}
+
+/// One Careful Resume phase change seen in the server's qlog.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PhaseChangeReport {
+    /// Seconds since the client's first packet.
+    pub t_s: f64,
+    /// The phase left (`null` for the first event without one).
+    pub from: Option<&'static str>,
+    /// The phase entered.
+    pub to: &'static str,
+    /// Why, when the event says.
+    pub trigger: Option<&'static str>,
+}
+
+/// What Careful Resume did on a connection, from the server's qlog.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CrReport {
+    /// Whether the window jumped (an Unvalidated phase was entered).
+    pub engaged: bool,
+    /// The congestion window on entering Unvalidated, bytes.
+    pub jump_cwnd: Option<u64>,
+    /// The phase changes in time order.
+    pub phases: Vec<PhaseChangeReport>,
+    /// The phase at the end of the trace.
+    pub final_phase: Option<&'static str>,
+}
+
+impl CrReport {
+    /// The report of a server `trace` whose time 0 lies `offset` after the
+    /// client's first packet.
+    pub fn from_trace(trace: &Trace, offset: Duration) -> CrReport {
+        let phases: Vec<PhaseChangeReport> = trace
+            .phase_changes
+            .iter()
+            .map(|c| PhaseChangeReport {
+                t_s: round_s(offset.as_secs_f64() + c.time_ms / 1000.0),
+                from: c.update.old.map(Phase::as_str),
+                to: c.update.new.as_str(),
+                trigger: c.update.trigger.map(|t| t.as_str()),
+            })
+            .collect();
+        let jump = trace
+            .phase_changes
+            .iter()
+            .find(|c| c.update.new == Phase::Unvalidated);
+        CrReport {
+            engaged: jump.is_some(),
+            jump_cwnd: jump.and_then(|c| {
+                c.update
+                    .state_data
+                    .congestion_window
+                    .or_else(|| trace.timelines.congestion_window.at(c.time_ms))
+            }),
+            final_phase: trace.phase_changes.last().map(|c| c.update.new.as_str()),
+            phases,
+        }
+    }
+}
+
+/// The results of one connection.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConnectionReport {
+    /// Seconds from the client's first packet to the last body byte.
+    pub completion_s: Option<f64>,
+    /// Seconds from the client's first packet to the first body byte.
+    pub ttfb_s: Option<f64>,
+    /// Object size over completion time, Mbit/s.
+    pub goodput_mbps: Option<f64>,
+    /// Datagrams the server sent.
+    pub packets_sent: u64,
+    /// Datagrams the server declared lost.
+    pub packets_lost: u64,
+    /// The physical limit 2*RTT + size/rate of this connection's path.
+    pub limit_s: f64,
+    /// Completion time over `limit_s`.
+    pub ratio_to_limit: Option<f64>,
+    /// What Careful Resume did.
+    pub cr: CrReport,
+}
+
+impl ConnectionReport {
+    /// The report of `record`, a connection fetching `size` bytes over a
+    /// path whose limit is `limit`.
+    pub fn of(record: &ConnectionRecord, size: u64, limit: Duration) -> ConnectionReport {
+        let since_first = |t: Option<SimTime>| {
+            let start = record.first_packet_at?;
+            t?.checked_sub(start)
+        };
+        let completion = since_first(record.progress.done_at);
+        let ttfb = since_first(record.progress.first_byte_at);
+        let stats = record.server_stats.as_ref();
+        let cr = record
+            .server_qlog
+            .as_ref()
+            .and_then(|q| q.trace("server"))
+            .map(|trace| {
+                let offset = since_first(record.server_created_at).unwrap_or_default();
+                CrReport::from_trace(&trace, offset)
+            })
+            .unwrap_or_default();
+        let limit_s = limit.as_secs_f64();
+        ConnectionReport {
+            completion_s: completion.map(|c| round_s(c.as_secs_f64())),
+            ttfb_s: ttfb.map(|t| round_s(t.as_secs_f64())),
+            goodput_mbps: completion
+                .filter(|c| !c.is_zero())
+                .map(|c| round3(size as f64 * 8.0 / c.as_secs_f64() / 1e6)),
+            packets_sent: stats.map_or(0, |s| s.sent as u64),
+            packets_lost: stats.map_or(0, |s| s.lost as u64),
+            limit_s: round_s(limit_s),
+            ratio_to_limit: completion.map(|c| round3(c.as_secs_f64() / limit_s)),
+            cr,
+        }
+    }
+}
+
+/// The competing flow's throughput around the second connection.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CompetingReport {
+    /// Mbit/s before the second connection started.
+    pub before_mbps: f64,
+    /// Mbit/s while the second connection ran.
+    pub during_mbps: f64,
+    /// `during_mbps / before_mbps`.
+    pub kept: Option<f64>,
+}
+
+/// The results of a session: the JSON document of `cr-sim run --json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// The parameters.
+    pub scenario: ScenarioView,
+    /// 2*RTT + size/rate of the first connection's path, seconds.
+    pub limit_s: f64,
+    /// The first and the second connection.
+    pub connections: [ConnectionReport; 2],
+    /// First completion time over second completion time.
+    pub speedup: Option<f64>,
+    /// The competing flow, when there was one.
+    pub competing: Option<CompetingReport>,
+}
+
+impl Report {
+    /// The report of a finished session.
+    pub fn of(outcome: &SessionOutcome) -> Report {
+        let s = &outcome.scenario;
+        let [first, second] = &outcome.connections;
+        let first = ConnectionReport::of(first, s.size, s.limit(s.rate, s.rtt));
+        let second = ConnectionReport::of(second, s.size, s.limit(s.second_rate(), s.second_rtt()));
+        let speedup = match (first.completion_s, second.completion_s) {
+            (Some(a), Some(b)) if b > 0.0 => Some(round3(a / b)),
+            _ => None,
+        };
+        Report {
+            scenario: ScenarioView::of(s),
+            limit_s: round_s(s.limit(s.rate, s.rtt).as_secs_f64()),
+            connections: [first, second],
+            speedup,
+            competing: outcome.competing.map(|c| CompetingReport {
+                before_mbps: round3(c.before_bps / 1e6),
+                during_mbps: round3(c.during_bps / 1e6),
+                kept: (c.before_bps > 0.0).then(|| round3(c.during_bps / c.before_bps)),
+            }),
+        }
+    }
+
+    /// The first connection.
+    pub fn first(&self) -> &ConnectionReport {
+        &self.connections[0]
+    }
+
+    /// The second connection.
+    pub fn second(&self) -> &ConnectionReport {
+        &self.connections[1]
+    }
+}

@@ -1,0 +1,130 @@
+//! A scenario: the path, the transfer and the knobs of one session.
+
+use std::time::Duration;
+
+use crate::choices::AppKind;
+use crate::choices::CongestionControl;
+use crate::error::SimError;
+use crate::units::LossWindow;
+use crate::units::Probability;
+use crate::units::QueueLimit;
+use crate::units::Rate;
+
+/// A competing long download sharing the bottleneck.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Competing {
+    /// Bytes it asks for: more than it can fetch before the session ends.
+    pub size: u64,
+}
+
+impl Default for Competing {
+    fn default() -> Self {
+        Competing { size: 1 << 30 }
+    }
+}
+
+/// Everything that defines a session of two connections.
+///
+/// The link is symmetric: both directions have `rate`, `rtt / 2` of delay,
+/// the queue, the loss and the jitter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Bottleneck rate.
+    pub rate: Rate,
+    /// Round-trip propagation delay (twice the one-way delay).
+    pub rtt: Duration,
+    /// Bytes the client fetches on each connection.
+    pub size: u64,
+    /// The server's congestion controller.
+    pub cc: CongestionControl,
+    /// Random loss probability.
+    pub loss: Probability,
+    /// Loss windows, counted from the start of each connection.
+    pub loss_windows: Vec<LossWindow>,
+    /// Rate for the second connection, when the path's capacity changed.
+    pub rate2: Option<Rate>,
+    /// RTT for the second connection, when the path changed.
+    pub rtt2: Option<Duration>,
+    /// Drop-tail queue limit (per direction).
+    pub queue: QueueLimit,
+    /// Time between the end of the first download and the second connection.
+    pub gap: Duration,
+    /// Seed of all randomness on the link.
+    pub seed: u64,
+    /// The application.
+    pub app: AppKind,
+    /// Whether the second connection may resume (false: the baseline).
+    pub resume: bool,
+    /// Largest extra one-way delay added at random to each datagram.
+    pub jitter: Duration,
+    /// Capacity changes `(time after the first connection started, rate)`.
+    pub rate_steps: Vec<(Duration, Rate)>,
+    /// A long download that starts when the first connection completes, so
+    /// the second connection joins a link already in use.
+    pub competing: Option<Competing>,
+}
+
+impl Default for Scenario {
+    /// The seed dissertation's case: 1 MiB over 10 Mbit/s and 800 ms.
+    fn default() -> Self {
+        Scenario {
+            rate: Rate::mbit(10),
+            rtt: Duration::from_millis(800),
+            size: 1 << 20,
+            cc: CongestionControl::Cubic,
+            loss: Probability::default(),
+            loss_windows: Vec::new(),
+            rate2: None,
+            rtt2: None,
+            queue: QueueLimit::Bdp(1.0),
+            gap: Duration::from_secs(1),
+            seed: 1,
+            app: AppKind::H3,
+            resume: true,
+            jitter: Duration::ZERO,
+            rate_steps: Vec::new(),
+            competing: None,
+        }
+    }
+}
+
+impl Scenario {
+    /// The same scenario as its no-resume baseline.
+    pub fn baseline(&self) -> Scenario {
+        Scenario {
+            resume: false,
+            ..self.clone()
+        }
+    }
+
+    /// Rate of the second connection's path.
+    pub fn second_rate(&self) -> Rate {
+        self.rate2.unwrap_or(self.rate)
+    }
+
+    /// RTT of the second connection's path.
+    pub fn second_rtt(&self) -> Duration {
+        self.rtt2.unwrap_or(self.rtt)
+    }
+
+    /// The physical limit of one connection: 2 x RTT + size / rate.
+    pub fn limit(&self, rate: Rate, rtt: Duration) -> Duration {
+        2 * rtt + rate.serialisation(self.size)
+    }
+
+    /// Rejects parameters the simulator cannot run.
+    pub fn check(&self) -> Result<(), SimError> {
+        if self.size == 0 {
+            return Err(SimError::Scenario(
+                "the size must be at least 1 byte".into(),
+            ));
+        }
+        if self.rtt.is_zero() || self.second_rtt().is_zero() {
+            return Err(SimError::Scenario("the RTT must be more than 0".into()));
+        }
+        if self.loss.value() >= 1.0 {
+            return Err(SimError::Scenario("a loss of 100% never delivers".into()));
+        }
+        Ok(())
+    }
+}

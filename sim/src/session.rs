@@ -1,0 +1,175 @@
+//! A session: connection 1 without a token, a gap, then connection 2 with
+//! whatever token connection 1 left, over the scenario's link.
+
+use std::time::Duration;
+
+use crate::clock::VirtualClock;
+use crate::endpoint::EndpointSettings;
+use crate::error::SimError;
+use crate::link::Link;
+use crate::link::LinkSettings;
+use crate::link::SimTime;
+use crate::rng::Rng;
+use crate::scenario::Scenario;
+use crate::units::Rate;
+use crate::world::ConnectionRecord;
+use crate::world::Flow;
+use crate::world::World;
+
+/// Virtual time one download may take before the run is declared failed.
+const CONNECTION_TIME_LIMIT: Duration = Duration::from_secs(900);
+
+/// Random streams of the two link directions (see [`Rng::new`]).
+const STREAM_TO_SERVER: u64 = 1;
+const STREAM_TO_CLIENT: u64 = 2;
+
+/// The competing flow's throughput around the second connection.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompetingThroughput {
+    /// Bits per second over the stretch before the second connection, as
+    /// long as the second connection took (or since the competitor started).
+    pub before_bps: f64,
+    /// Bits per second while the second connection ran.
+    pub during_bps: f64,
+}
+
+/// Everything a session produced.
+#[derive(Debug)]
+pub struct SessionOutcome {
+    /// The scenario run.
+    pub scenario: Scenario,
+    /// Connection 1 and connection 2.
+    pub connections: [ConnectionRecord; 2],
+    /// The competing flow's throughput, when there was one.
+    pub competing: Option<CompetingThroughput>,
+}
+
+/// The settings of one link direction on a path of `rate` and `rtt`.
+fn link_settings(scenario: &Scenario, rate: Rate, rtt: Duration) -> LinkSettings {
+    LinkSettings {
+        delay: rtt / 2,
+        jitter: scenario.jitter,
+        queue_bytes: scenario.queue.bytes(rate, rtt),
+        loss: scenario.loss.value(),
+        loss_windows: scenario.loss_windows.clone(),
+    }
+}
+
+/// The world of `scenario`, its links set up for the first connection.
+fn build_world(scenario: &Scenario) -> World {
+    let settings = link_settings(scenario, scenario.rate, scenario.rtt);
+    let mut to_server = Link::new(
+        scenario.rate,
+        settings.clone(),
+        Rng::new(scenario.seed, STREAM_TO_SERVER),
+    );
+    let mut to_client = Link::new(
+        scenario.rate,
+        settings,
+        Rng::new(scenario.seed, STREAM_TO_CLIENT),
+    );
+    for &(at, rate) in &scenario.rate_steps {
+        to_server.set_rate_from(at, rate);
+        to_client.set_rate_from(at, rate);
+    }
+    World::new(VirtualClock::new(), to_server, to_client)
+}
+
+/// Changes the path for the second connection, starting now.
+fn switch_path(world: &mut World, scenario: &Scenario) {
+    let now = world.now();
+    let settings = link_settings(scenario, scenario.second_rate(), scenario.second_rtt());
+    for link in world.links() {
+        if let Some(rate) = scenario.rate2 {
+            link.set_rate_from(now, rate);
+        }
+        link.reconfigure(settings.clone());
+        link.start_epoch(now);
+    }
+}
+
+/// Runs until flow `flow`'s current download is complete.
+fn download(world: &mut World, flow: usize) -> Result<(), SimError> {
+    let deadline = world.now() + CONNECTION_TIME_LIMIT;
+    world.run_until(deadline, |w| w.flow(flow).is_some_and(Flow::is_done))
+}
+
+/// Bits per second a flow received between `from` and `to`.
+fn throughput(record_bytes: impl Fn(SimTime) -> u64, from: SimTime, to: SimTime) -> f64 {
+    let seconds = to.saturating_sub(from).as_secs_f64();
+    if seconds <= 0.0 {
+        return 0.0;
+    }
+    record_bytes(to).saturating_sub(record_bytes(from)) as f64 * 8.0 / seconds
+}
+
+/// Runs the session of `scenario`; `keep_client_qlog` also records the
+/// clients' qlog traces (the server's is always kept).
+///
+/// The whole session runs on this thread, on its own virtual clock.
+pub fn run_session(
+    scenario: &Scenario,
+    keep_client_qlog: bool,
+) -> Result<SessionOutcome, SimError> {
+    scenario.check()?;
+    let mut world = build_world(scenario);
+    let outcome = run_in(&mut world, scenario, keep_client_qlog);
+    quiche::clock::unset();
+    outcome
+}
+
+fn run_in(
+    world: &mut World,
+    scenario: &Scenario,
+    keep_client_qlog: bool,
+) -> Result<SessionOutcome, SimError> {
+    let endpoints = EndpointSettings {
+        cc: scenario.cc,
+        app: scenario.app,
+        resume: scenario.resume,
+        seed: scenario.seed,
+    };
+    let main = world.add_flow(endpoints, keep_client_qlog)?;
+    let competitor = match scenario.competing {
+        Some(_) => Some(world.add_flow(endpoints, false)?),
+        None => None,
+    };
+
+    world.start_connection(main, scenario.size, false)?;
+    download(world, main)?;
+    let first_done = world.now();
+    if let (Some(flow), Some(c)) = (competitor, scenario.competing) {
+        world.start_connection(flow, c.size, true)?;
+    }
+    world.advance_to(first_done + scenario.gap)?;
+
+    switch_path(world, scenario);
+    let second_start = world.now();
+    let first = world
+        .start_connection(main, scenario.size, false)?
+        .ok_or_else(|| SimError::Stalled("the first connection vanished".into()))?;
+    download(world, main)?;
+    let second_done = world.now();
+    let second = world
+        .retire_connection(main)
+        .ok_or_else(|| SimError::Stalled("the second connection vanished".into()))?;
+
+    let competing = competitor
+        .and_then(|flow| world.flow(flow))
+        .and_then(Flow::pair)
+        .map(|pair| {
+            let progress = pair.client_app().progress();
+            let span = second_done - second_start;
+            let before_from = second_start.saturating_sub(span).max(first_done);
+            let bytes = |t| progress.received_by(t);
+            CompetingThroughput {
+                before_bps: throughput(bytes, before_from, second_start),
+                during_bps: throughput(bytes, second_start, second_done),
+            }
+        });
+    Ok(SessionOutcome {
+        scenario: scenario.clone(),
+        connections: [first, second],
+        competing,
+    })
+}

@@ -1,0 +1,257 @@
+//! The standard scenarios, each run resumed and as its no-resume baseline,
+//! in parallel on the available cores.
+//!
+//! Each simulation runs on one thread with its own virtual clock (quiche's
+//! virtual clock is thread-local), so running them side by side changes
+//! nothing in their results.
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::sync::PoisonError;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::choices::CongestionControl;
+use crate::error::SimError;
+use crate::report::Report;
+use crate::scenario::Competing;
+use crate::scenario::Scenario;
+use crate::session::run_session;
+use crate::table;
+use crate::units::LossWindow;
+use crate::units::Probability;
+use crate::units::Rate;
+
+/// A named scenario of the suite.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// Short name, stable across releases (used by tests and the README).
+    pub name: String,
+    /// What the case shows.
+    pub about: &'static str,
+    /// The scenario, with resume on.
+    pub scenario: Scenario,
+}
+
+const MIB: u64 = 1 << 20;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// The standard scenarios: the seed dissertation's chapter 6 (1 MiB at
+/// 10 Mbit/s and 800 ms, the RTT sweep for 1 MiB and 10 MiB, 5 % loss, the
+/// capacity drop), a path change, an expired token, a loss burst on CUBIC
+/// and a connection joining a link carried by a long flow.
+pub fn cases() -> Vec<Case> {
+    let base = Scenario::default();
+    let mut cases = vec![Case {
+        name: "geo-1MiB-800ms".into(),
+        about: "the seed dissertation's case: 1 MiB at 10 Mbit/s, 800 ms",
+        scenario: base.clone(),
+    }];
+    for size in [MIB, 10 * MIB] {
+        for rtt in [25, 50, 100, 200, 400, 600, 800] {
+            if size == MIB && rtt == 800 {
+                continue;
+            }
+            cases.push(Case {
+                name: format!("rtt-{}MiB-{rtt}ms", size / MIB),
+                about: "RTT sweep at 10 Mbit/s",
+                scenario: Scenario {
+                    size,
+                    rtt: ms(rtt),
+                    ..base.clone()
+                },
+            });
+        }
+    }
+    cases.extend([
+        Case {
+            name: "loss-5pct".into(),
+            about: "5 % random loss on both connections",
+            scenario: Scenario {
+                loss: Probability::new(0.05).unwrap_or_default(),
+                ..base.clone()
+            },
+        },
+        Case {
+            name: "capacity-drop".into(),
+            about: "10 Mbit/s on the first connection, 3 Mbit/s on the second: CR must retreat",
+            scenario: Scenario {
+                rate2: Some(Rate::mbit(3)),
+                ..base.clone()
+            },
+        },
+        Case {
+            name: "path-change".into(),
+            about: "50 ms RTT on the first connection, 600 ms on the second",
+            scenario: Scenario {
+                rtt: ms(50),
+                rtt2: Some(ms(600)),
+                ..base.clone()
+            },
+        },
+        Case {
+            name: "expired-token".into(),
+            about: "the second connection comes 8 days later, after the token expired",
+            scenario: Scenario {
+                gap: Duration::from_secs(8 * 86_400),
+                ..base.clone()
+            },
+        },
+        Case {
+            name: "cubic-loss-burst".into(),
+            about: "10 MB at 10 ms RTT, 30 % loss in the first 2 s, CUBIC",
+            scenario: Scenario {
+                size: 10_000_000,
+                rtt: ms(10),
+                cc: CongestionControl::Cubic,
+                loss_windows: vec![LossWindow {
+                    from: Duration::ZERO,
+                    to: Duration::from_secs(2),
+                    loss: Probability::new(0.3).unwrap_or_default(),
+                }],
+                ..base.clone()
+            },
+        },
+        Case {
+            name: "competing-flow".into(),
+            about: "the second connection joins a link carried by a long download",
+            scenario: Scenario {
+                rtt: ms(600),
+                gap: Duration::from_secs(20),
+                competing: Some(Competing::default()),
+                ..base
+            },
+        },
+    ]);
+    cases
+}
+
+/// A case's results: resumed and baseline.
+#[derive(Clone, Debug, Serialize)]
+pub struct CaseResult {
+    /// The case's name.
+    pub name: String,
+    /// What it shows.
+    pub about: &'static str,
+    /// The session with resume on.
+    pub resumed: Result<Report, String>,
+    /// The same session with `--no-resume`.
+    pub baseline: Result<Report, String>,
+}
+
+impl CaseResult {
+    /// Resumed second completion over baseline second completion (above 1:
+    /// resuming was slower).
+    pub fn versus_baseline(&self) -> Option<f64> {
+        let resumed = self.resumed.as_ref().ok()?.second().completion_s?;
+        let baseline = self.baseline.as_ref().ok()?.second().completion_s?;
+        (baseline > 0.0).then(|| resumed / baseline)
+    }
+}
+
+/// Runs `jobs` on up to `threads` threads; results in the order of `jobs`.
+pub fn run_parallel<T: Send, R: Send>(
+    jobs: Vec<T>,
+    threads: usize,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let count = jobs.len();
+    let queue: Vec<Mutex<Option<T>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
+    let results: Vec<Mutex<Option<R>>> = (0..count).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, count.max(1)) {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(slot) = queue.get(index) else { break };
+                let job = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+                if let Some(job) = job {
+                    let result = work(job);
+                    *results[index]
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(result);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .filter_map(|r| r.into_inner().unwrap_or_else(PoisonError::into_inner))
+        .collect()
+}
+
+/// One session's report, or why it failed.
+fn report(scenario: &Scenario) -> Result<Report, String> {
+    run_session(scenario, false)
+        .map(|outcome| Report::of(&outcome))
+        .map_err(|e: SimError| e.to_string())
+}
+
+/// Runs `cases`, each resumed and as baseline, on the available cores.
+pub fn run(cases: Vec<Case>) -> Vec<CaseResult> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs: Vec<(usize, Scenario)> = cases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| [(i, c.scenario.clone()), (i, c.scenario.baseline())])
+        .collect();
+    let mut reports = run_parallel(jobs, threads, |(_, s)| report(&s)).into_iter();
+    cases
+        .into_iter()
+        .map(|case| {
+            let failed = || Err("not run".to_string());
+            CaseResult {
+                name: case.name,
+                about: case.about,
+                resumed: reports.next().unwrap_or_else(failed),
+                baseline: reports.next().unwrap_or_else(failed),
+            }
+        })
+        .collect()
+}
+
+/// The suite's table: one row per case.
+pub fn render(results: &[CaseResult]) -> String {
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            let resumed = r.resumed.as_ref().ok();
+            let baseline = r.baseline.as_ref().ok();
+            let second = resumed.map(Report::second);
+            vec![
+                r.name.clone(),
+                table::secs(resumed.map(|x| x.limit_s)),
+                table::secs(resumed.and_then(|x| x.first().completion_s)),
+                table::secs(second.and_then(|c| c.completion_s)),
+                table::secs(baseline.and_then(|x| x.second().completion_s)),
+                table::times(resumed.and_then(|x| x.speedup)),
+                table::times(second.and_then(|c| c.ratio_to_limit)),
+                r.versus_baseline()
+                    .map_or("-".into(), |v| format!("{:+.1}%", (v - 1.0) * 100.0)),
+                match (&r.resumed, &r.baseline) {
+                    (Err(e), _) | (_, Err(e)) => format!("error: {e}"),
+                    (Ok(x), Ok(_)) => table::cr_summary(x.second()),
+                },
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            "scenario",
+            "limit",
+            "first",
+            "resumed",
+            "baseline",
+            "speed-up",
+            "vs limit",
+            "vs baseline",
+            "careful resume",
+        ],
+        &rows,
+    )
+}

@@ -1,0 +1,605 @@
+//! The simulated world: flows of client/server connections joined by the
+//! two directions of one bottleneck, and the virtual-time event loop.
+//!
+//! Time jumps from one happening to the next: a datagram released by a
+//! pacer (`SendInfo.at`), a datagram arriving, or a connection timer
+//! (`timeout_instant()`). Events at the same instant run in the order they
+//! were scheduled, so a run is a pure function of the scenario and seed.
+
+use std::cmp::Ordering;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::IpAddr;
+use std::net::Ipv4Addr;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::app::ClientApp;
+use crate::app::ServerApp;
+use crate::choices::AppKind;
+use crate::clock::Now;
+use crate::clock::VirtualClock;
+use crate::endpoint::ClientConnection;
+use crate::endpoint::EndpointSettings;
+use crate::endpoint::ServerConnection;
+use crate::endpoint::SimClient;
+use crate::endpoint::SimServer;
+use crate::error::SimError;
+use crate::link::Fate;
+use crate::link::Link;
+use crate::link::SimTime;
+use crate::link::MAX_DATAGRAM;
+use crate::qlog_capture::QlogBuffer;
+
+/// Application error code the client closes with once it has everything
+/// (H3_NO_ERROR; also used for the raw-stream application).
+const CLOSE_NO_ERROR: u64 = 0x100;
+
+/// Steps allowed at one instant before the loop is declared stuck: a
+/// timer that fires without moving forward would otherwise spin forever.
+const MAX_STEPS_AT_ONE_INSTANT: u32 = 100_000;
+
+/// Which way a datagram goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    ToServer,
+    ToClient,
+}
+
+/// Something scheduled to happen to a datagram.
+#[derive(Debug)]
+enum Happening {
+    /// The sender's pacer lets it onto the bottleneck now.
+    Release,
+    /// It reaches the receiving endpoint now.
+    Arrival,
+    /// The sending endpoint's pacer allows its next datagram (no bytes).
+    Wake,
+}
+
+/// A datagram of one connection of one flow, scheduled at `at`.
+#[derive(Debug)]
+struct Event {
+    at: SimTime,
+    seq: u64,
+    happening: Happening,
+    flow: usize,
+    generation: u64,
+    direction: Direction,
+    bytes: Vec<u8>,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl Eq for Event {}
+
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Event {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+/// The bottleneck's two directions, the event queue and the clock: what
+/// every connection shares.
+struct Network {
+    clock: VirtualClock,
+    now: Now,
+    to_server: Link,
+    to_client: Link,
+    events: BinaryHeap<Reverse<Event>>,
+    seq: u64,
+}
+
+impl Network {
+    fn schedule(&mut self, mut event: Event) {
+        self.seq += 1;
+        event.seq = self.seq;
+        self.events.push(Reverse(event));
+    }
+
+    /// Puts a datagram on the bottleneck now and schedules its arrival.
+    fn enter_link(&mut self, mut event: Event) {
+        let link = match event.direction {
+            Direction::ToServer => &mut self.to_server,
+            Direction::ToClient => &mut self.to_client,
+        };
+        if let Fate::Arrives(at) = link.offer(self.now.sim, event.bytes.len()) {
+            event.at = at;
+            event.happening = Happening::Arrival;
+            self.schedule(event);
+        }
+    }
+
+    /// Sends what `conn` has to send: datagrams due now enter the link at
+    /// once, paced ones when their release time (`SendInfo.at`) comes.
+    ///
+    /// As quiche's own event loops do, the endpoint only asks quiche for a
+    /// datagram while the pacer's next release time lies within
+    /// `max_release_into_future()`; otherwise it is woken up at that time.
+    /// Without this a paced sender would hand over its whole window at
+    /// once, and quiche would take the datagrams as sent at that moment.
+    fn flush(
+        &mut self,
+        conn: &mut quiche::Connection,
+        flow: usize,
+        generation: u64,
+        direction: Direction,
+    ) -> Result<usize, SimError> {
+        let mut buf = [0u8; MAX_DATAGRAM];
+        let mut sent = 0;
+        loop {
+            if let Some(release) = conn
+                .get_next_release_time()
+                .and_then(|decision| decision.time(self.now.instant))
+            {
+                let horizon = self.now.instant + conn.max_release_into_future();
+                if release > horizon {
+                    let wake = self
+                        .clock
+                        .sim_time(release - conn.max_release_into_future());
+                    self.schedule(Event {
+                        at: wake.max(self.now.sim),
+                        seq: 0,
+                        happening: Happening::Wake,
+                        flow,
+                        generation,
+                        direction,
+                        bytes: Vec::new(),
+                    });
+                    return Ok(sent);
+                }
+            }
+            let (len, info) = match conn.send(&mut buf) {
+                Ok(sent) => sent,
+                Err(quiche::Error::Done) => return Ok(sent),
+                Err(e) => return Err(e.into()),
+            };
+            sent += 1;
+            let release = self.clock.sim_time(info.at).max(self.now.sim);
+            let event = Event {
+                at: release,
+                seq: 0,
+                happening: Happening::Release,
+                flow,
+                generation,
+                direction,
+                bytes: buf[..len].to_vec(),
+            };
+            if release == self.now.sim {
+                self.enter_link(event);
+            } else {
+                self.schedule(event);
+            }
+        }
+    }
+}
+
+/// One connection between a flow's client and server, and its applications.
+pub struct ConnectionPair {
+    generation: u64,
+    client_addr: SocketAddr,
+    client: ClientConnection,
+    client_app: ClientApp,
+    server: Option<ServerConnection>,
+    server_app: ServerApp,
+    started_at: SimTime,
+    first_packet_at: Option<SimTime>,
+    server_created_at: Option<SimTime>,
+    closing: bool,
+}
+
+impl ConnectionPair {
+    /// The client's application.
+    pub fn client_app(&self) -> &ClientApp {
+        &self.client_app
+    }
+}
+
+/// What is left of a connection once it is retired from its flow.
+#[derive(Debug)]
+pub struct ConnectionRecord {
+    /// When the connection was opened.
+    pub started_at: SimTime,
+    /// When the client's first datagram entered the link.
+    pub first_packet_at: Option<SimTime>,
+    /// When the server created its side (the client's first Initial arrived).
+    pub server_created_at: Option<SimTime>,
+    /// The download's progress.
+    pub progress: crate::app::Progress,
+    /// The server's counters, when it has a side.
+    pub server_stats: Option<quiche::Stats>,
+    /// The server's qlog.
+    pub server_qlog: Option<QlogBuffer>,
+    /// The client's qlog, when kept.
+    pub client_qlog: Option<QlogBuffer>,
+}
+
+/// A client and a server that run connections one after another.
+pub struct Flow {
+    client: SimClient,
+    server: SimServer,
+    app: AppKind,
+    client_ip: IpAddr,
+    server_addr: SocketAddr,
+    keep_client_qlog: bool,
+    generations: u64,
+    pair: Option<ConnectionPair>,
+}
+
+impl Flow {
+    /// The connection running now, if any.
+    pub fn pair(&self) -> Option<&ConnectionPair> {
+        self.pair.as_ref()
+    }
+
+    /// Whether the current connection's download is complete.
+    pub fn is_done(&self) -> bool {
+        self.pair.as_ref().is_some_and(|p| p.client_app.is_done())
+    }
+}
+
+/// Flows over a shared bottleneck, in virtual time.
+pub struct World {
+    network: Network,
+    flows: Vec<Flow>,
+}
+
+impl World {
+    /// A world with the two directions of the bottleneck.
+    pub fn new(clock: VirtualClock, to_server: Link, to_client: Link) -> World {
+        let now = clock.set(Duration::ZERO);
+        World {
+            network: Network {
+                clock,
+                now,
+                to_server,
+                to_client,
+                events: BinaryHeap::new(),
+                seq: 0,
+            },
+            flows: Vec::new(),
+        }
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> SimTime {
+        self.network.now.sim
+    }
+
+    /// The client-to-server direction of the bottleneck.
+    pub fn to_server(&mut self) -> &mut Link {
+        &mut self.network.to_server
+    }
+
+    /// The server-to-client direction of the bottleneck.
+    pub fn to_client(&mut self) -> &mut Link {
+        &mut self.network.to_client
+    }
+
+    /// Both directions of the bottleneck.
+    pub fn links(&mut self) -> [&mut Link; 2] {
+        [&mut self.network.to_server, &mut self.network.to_client]
+    }
+
+    /// Adds a flow; returns its number.
+    pub fn add_flow(
+        &mut self,
+        settings: EndpointSettings,
+        keep_client_qlog: bool,
+    ) -> Result<usize, SimError> {
+        let index = self.flows.len();
+        let flow = index as u64;
+        let host = u8::try_from(index + 1).unwrap_or(u8::MAX);
+        self.flows.push(Flow {
+            client: SimClient::new(settings, flow)?,
+            server: SimServer::new(settings, flow)?,
+            app: settings.app,
+            client_ip: IpAddr::V4(Ipv4Addr::new(192, 0, 2, host)),
+            server_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, host)), 443),
+            keep_client_qlog,
+            generations: 0,
+            pair: None,
+        });
+        Ok(index)
+    }
+
+    /// The flow numbered `flow`.
+    pub fn flow(&self, flow: usize) -> Option<&Flow> {
+        self.flows.get(flow)
+    }
+
+    /// Opens a new connection on `flow` now, fetching `size` bytes;
+    /// `sample` keeps its progress over time. A running one is retired.
+    pub fn start_connection(
+        &mut self,
+        flow: usize,
+        size: u64,
+        sample: bool,
+    ) -> Result<Option<ConnectionRecord>, SimError> {
+        let previous = self.retire_connection(flow);
+        let now = self.network.now;
+        let f = self
+            .flows
+            .get_mut(flow)
+            .ok_or_else(|| SimError::Scenario(format!("no flow {flow}")))?;
+        let generation = f.generations;
+        f.generations += 1;
+        let port = 40_000u16.wrapping_add(u16::try_from(generation).unwrap_or(0));
+        let client_addr = SocketAddr::new(f.client_ip, port);
+        let client = f
+            .client
+            .connect(client_addr, f.server_addr, f.keep_client_qlog, &now)?;
+        f.pair = Some(ConnectionPair {
+            generation,
+            client_addr,
+            client,
+            client_app: ClientApp::new(f.app, size, sample),
+            server: None,
+            server_app: ServerApp::new(f.app),
+            started_at: now.sim,
+            first_packet_at: None,
+            server_created_at: None,
+            closing: false,
+        });
+        self.service_client(flow)?;
+        Ok(previous)
+    }
+
+    /// Ends `flow`'s current connection where it stands and returns its
+    /// record; datagrams still in flight for it are dropped on arrival.
+    pub fn retire_connection(&mut self, flow: usize) -> Option<ConnectionRecord> {
+        let pair = self.flows.get_mut(flow)?.pair.take()?;
+        let server_stats = pair.server.as_ref().map(|s| s.conn_ref().stats());
+        let server_qlog = pair.server.as_ref().map(|s| s.qlog().clone());
+        let client_qlog = pair.client.qlog().cloned();
+        // Dropping the connections flushes their qlog writers.
+        let progress = pair.client_app.progress().clone();
+        drop(pair.server);
+        drop(pair.client);
+        Some(ConnectionRecord {
+            started_at: pair.started_at,
+            first_packet_at: pair.first_packet_at,
+            server_created_at: pair.server_created_at,
+            progress,
+            server_stats,
+            server_qlog,
+            client_qlog,
+        })
+    }
+
+    /// Runs until `done` holds, failing if nothing is left to happen or
+    /// virtual time passes `deadline`.
+    pub fn run_until(
+        &mut self,
+        deadline: SimTime,
+        mut done: impl FnMut(&World) -> bool,
+    ) -> Result<(), SimError> {
+        let mut steps_here = 0;
+        loop {
+            if done(self) {
+                return Ok(());
+            }
+            let Some(next) = self.next_time() else {
+                return Err(SimError::Stalled(format!(
+                    "no datagram or timer left at {:.3} s",
+                    self.now().as_secs_f64()
+                )));
+            };
+            if next > deadline {
+                return Err(SimError::TimedOut(format!(
+                    "not finished after {:.1} s of virtual time",
+                    deadline.as_secs_f64()
+                )));
+            }
+            steps_here = if next == self.now() {
+                steps_here + 1
+            } else {
+                0
+            };
+            if steps_here > MAX_STEPS_AT_ONE_INSTANT {
+                return Err(SimError::Stalled(format!(
+                    "time does not advance at {:.6} s",
+                    next.as_secs_f64()
+                )));
+            }
+            self.step(next)?;
+        }
+    }
+
+    /// Runs everything due up to `until`, then moves the clock there.
+    pub fn advance_to(&mut self, until: SimTime) -> Result<(), SimError> {
+        while let Some(next) = self.next_time().filter(|&t| t <= until) {
+            self.step(next)?;
+        }
+        if until > self.now() {
+            self.network.now = self.network.clock.set(until);
+        }
+        Ok(())
+    }
+
+    /// The time of the next thing to happen, never before now.
+    fn next_time(&self) -> Option<SimTime> {
+        let clock = &self.network.clock;
+        let event = self.network.events.peek().map(|Reverse(e)| e.at);
+        let timers = self
+            .flows
+            .iter()
+            .filter_map(|f| f.pair.as_ref())
+            .flat_map(|p| {
+                let server = p
+                    .server
+                    .as_ref()
+                    .and_then(|s| s.conn_ref().timeout_instant());
+                [p.client.conn_ref().timeout_instant(), server]
+            })
+            .flatten()
+            .map(|instant| clock.sim_time(instant));
+        event
+            .into_iter()
+            .chain(timers)
+            .min()
+            .map(|t| t.max(self.now()))
+    }
+
+    /// Does one thing due at `at`: the earliest scheduled datagram, else
+    /// every timer that has expired.
+    fn step(&mut self, at: SimTime) -> Result<(), SimError> {
+        self.network.now = self.network.clock.set(at);
+        let due = self
+            .network
+            .events
+            .peek()
+            .is_some_and(|Reverse(e)| e.at <= at);
+        if due {
+            if let Some(Reverse(event)) = self.network.events.pop() {
+                return self.handle(event);
+            }
+        }
+        self.fire_timers()
+    }
+
+    fn fire_timers(&mut self) -> Result<(), SimError> {
+        let now = self.network.now.instant;
+        for flow in 0..self.flows.len() {
+            let Some(pair) = self.flows[flow].pair.as_mut() else {
+                continue;
+            };
+            if pair
+                .client
+                .conn_ref()
+                .timeout_instant()
+                .is_some_and(|t| t <= now)
+            {
+                pair.client.conn().on_timeout();
+                self.service_client(flow)?;
+            }
+            let Some(pair) = self.flows[flow].pair.as_mut() else {
+                continue;
+            };
+            let server_due = pair
+                .server
+                .as_ref()
+                .is_some_and(|s| s.conn_ref().timeout_instant().is_some_and(|t| t <= now));
+            if let Some(server) = pair.server.as_mut().filter(|_| server_due) {
+                server.conn().on_timeout();
+                self.service_server(flow)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, event: Event) -> Result<(), SimError> {
+        let current = self
+            .flows
+            .get(event.flow)
+            .and_then(|f| f.pair.as_ref())
+            .is_some_and(|p| p.generation == event.generation);
+        if !current {
+            return Ok(());
+        }
+        match event.happening {
+            Happening::Release => {
+                self.network.enter_link(event);
+                Ok(())
+            }
+            Happening::Arrival => match event.direction {
+                Direction::ToServer => self.deliver_to_server(event.flow, event.bytes),
+                Direction::ToClient => self.deliver_to_client(event.flow, event.bytes),
+            },
+            Happening::Wake => match event.direction {
+                Direction::ToServer => self.service_client(event.flow),
+                Direction::ToClient => self.service_server(event.flow),
+            },
+        }
+    }
+
+    fn deliver_to_client(&mut self, flow: usize, mut bytes: Vec<u8>) -> Result<(), SimError> {
+        let f = &mut self.flows[flow];
+        if let Some(pair) = f.pair.as_mut() {
+            let info = quiche::RecvInfo {
+                from: f.server_addr,
+                to: pair.client_addr,
+            };
+            // A datagram the endpoint cannot use is dropped, as on a real
+            // socket; a fatal error closes the connection inside quiche.
+            let _ = pair.client.conn().recv(&mut bytes, info);
+        }
+        self.service_client(flow)
+    }
+
+    fn deliver_to_server(&mut self, flow: usize, mut bytes: Vec<u8>) -> Result<(), SimError> {
+        let now = self.network.now;
+        let f = &mut self.flows[flow];
+        let Some(pair) = f.pair.as_mut() else {
+            return Ok(());
+        };
+        if pair.server.is_none() {
+            pair.server = f
+                .server
+                .accept(&mut bytes, f.server_addr, pair.client_addr, &now)?;
+            if pair.server.is_some() {
+                pair.server_created_at = Some(now.sim);
+            }
+        }
+        if let Some(server) = pair.server.as_mut() {
+            let info = quiche::RecvInfo {
+                from: pair.client_addr,
+                to: f.server_addr,
+            };
+            let _ = server.conn().recv(&mut bytes, info);
+        }
+        self.service_server(flow)
+    }
+
+    /// Housekeeping, application and sending after the client's side moved.
+    fn service_client(&mut self, flow: usize) -> Result<(), SimError> {
+        let now = self.network.now;
+        let f = &mut self.flows[flow];
+        let Some(pair) = f.pair.as_mut() else {
+            return Ok(());
+        };
+        f.client.after_io(&mut pair.client, &now);
+        pair.client_app.step(pair.client.conn(), now.sim)?;
+        if pair.client_app.is_done() && !pair.closing {
+            pair.closing = true;
+            let _ = pair.client.conn().close(true, CLOSE_NO_ERROR, b"");
+        }
+        let sent = self.network.flush(
+            pair.client.conn(),
+            flow,
+            pair.generation,
+            Direction::ToServer,
+        )?;
+        if sent > 0 {
+            pair.first_packet_at.get_or_insert(now.sim);
+        }
+        Ok(())
+    }
+
+    /// Housekeeping, application and sending after the server's side moved.
+    fn service_server(&mut self, flow: usize) -> Result<(), SimError> {
+        let now = self.network.now;
+        let f = &mut self.flows[flow];
+        let Some(pair) = f.pair.as_mut() else {
+            return Ok(());
+        };
+        let Some(server) = pair.server.as_mut() else {
+            return Ok(());
+        };
+        f.server.after_io(server, &now);
+        pair.server_app.step(server.conn())?;
+        self.network
+            .flush(server.conn(), flow, pair.generation, Direction::ToClient)?;
+        Ok(())
+    }
+}
