@@ -141,7 +141,10 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     }
 
     fn resume(&self, conn: &mut quiche::Connection, saved: &SavedParameters) -> Result<(), Error> {
-        let stats = conn.path_stats().next().ok_or(quiche::Error::InvalidState)?;
+        let stats = conn
+            .path_stats()
+            .next()
+            .ok_or(quiche::Error::InvalidState)?;
         let mut resume_config = careful_resume::Config::new(stats.cwnd, stats.pmtu)
             .map_err(|_| quiche::Error::InvalidState)?
             .with_initial_data(self.config.initial_data);

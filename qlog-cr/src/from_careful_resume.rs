@@ -29,14 +29,10 @@ impl From<careful_resume::Trigger> for Trigger {
             T::CongestionWindowLimited => Trigger::CongestionWindowLimited,
             T::RttNotValidated => Trigger::RttNotValidated,
             T::LastUnvalidatedPacketSent => Trigger::LastUnvalidatedPacketSent,
-            T::FirstUnvalidatedPacketAcknowledged => {
-                Trigger::FirstUnvalidatedPacketAcknowledged
-            }
+            T::FirstUnvalidatedPacketAcknowledged => Trigger::FirstUnvalidatedPacketAcknowledged,
             T::RttExceeded => Trigger::RttExceeded,
             T::RateLimited => Trigger::RateLimited,
-            T::LastUnvalidatedPacketAcknowledged => {
-                Trigger::LastUnvalidatedPacketAcknowledged
-            }
+            T::LastUnvalidatedPacketAcknowledged => Trigger::LastUnvalidatedPacketAcknowledged,
             T::PathChanged => Trigger::PathChanged,
             T::PacketLoss => Trigger::PacketLoss,
             T::EcnCe => Trigger::EcnCe,

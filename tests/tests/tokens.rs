@@ -39,7 +39,11 @@ fn new_token_reaches_the_client_after_the_handshake() {
 
     assert_eq!(pipe.client.new_token_next().as_deref(), Some(&b"first"[..]));
     assert_eq!(pipe.client.new_token_next(), None);
-    assert_eq!(pipe.server.new_token_next(), None, "servers never receive tokens");
+    assert_eq!(
+        pipe.server.new_token_next(),
+        None,
+        "servers never receive tokens"
+    );
 }
 
 #[test]
@@ -53,7 +57,11 @@ fn a_lost_new_token_is_sent_again() {
 
     pipe.server.send_new_token(b"survives loss").unwrap();
     let dropped = emit_flight(&mut pipe.server).unwrap();
-    assert_eq!(dropped.len(), 1, "the token leaves in one packet, which the network drops");
+    assert_eq!(
+        dropped.len(),
+        1,
+        "the token leaves in one packet, which the network drops"
+    );
 
     // The probe timeout fires; the client acknowledges the probe, which
     // exposes the dropped packet as lost and queues the token again.
@@ -86,21 +94,42 @@ fn client_presents_its_token_in_the_initial() {
 
     let mut initial = emit_flight(&mut client).unwrap().remove(0).0;
     let hdr = quiche::Header::from_slice(&mut initial, quiche::MAX_CONN_ID_LEN).unwrap();
-    assert_eq!(hdr.token.as_deref(), Some(&b"from an earlier connection"[..]));
+    assert_eq!(
+        hdr.token.as_deref(),
+        Some(&b"from an earlier connection"[..])
+    );
 
-    assert_eq!(client.set_token(b"too late"), Err(quiche::Error::InvalidState));
+    assert_eq!(
+        client.set_token(b"too late"),
+        Err(quiche::Error::InvalidState)
+    );
 }
 
 #[test]
 fn token_calls_on_the_wrong_side_or_with_bad_tokens_are_refused() {
     let mut pipe = pipe(&mut config(false), &mut config(true));
 
-    assert_eq!(pipe.client.send_new_token(b"x"), Err(quiche::Error::InvalidState));
-    assert_eq!(pipe.server.set_token(b"x"), Err(quiche::Error::InvalidState));
-    assert_eq!(pipe.client.set_peer_address_verified(), Err(quiche::Error::InvalidState));
-    assert_eq!(pipe.server.send_new_token(b""), Err(quiche::Error::InvalidFrame));
+    assert_eq!(
+        pipe.client.send_new_token(b"x"),
+        Err(quiche::Error::InvalidState)
+    );
+    assert_eq!(
+        pipe.server.set_token(b"x"),
+        Err(quiche::Error::InvalidState)
+    );
+    assert_eq!(
+        pipe.client.set_peer_address_verified(),
+        Err(quiche::Error::InvalidState)
+    );
+    assert_eq!(
+        pipe.server.send_new_token(b""),
+        Err(quiche::Error::InvalidFrame)
+    );
     let too_long = vec![1; quiche::MAX_NEW_TOKEN_LEN + 1];
-    assert_eq!(pipe.server.send_new_token(&too_long), Err(quiche::Error::InvalidFrame));
+    assert_eq!(
+        pipe.server.send_new_token(&too_long),
+        Err(quiche::Error::InvalidFrame)
+    );
     assert_eq!(pipe.server.set_peer_address_verified(), Ok(()));
 }
 
@@ -108,7 +137,9 @@ fn token_calls_on_the_wrong_side_or_with_bad_tokens_are_refused() {
 fn ex_token_parameter_is_announced_by_the_server_and_recognised_by_the_client() {
     let mut client_config = config(false);
     let mut server_config = config(true);
-    client_config.set_ex_token(ex_token::TP_EX_TOKEN, 0).unwrap();
+    client_config
+        .set_ex_token(ex_token::TP_EX_TOKEN, 0)
+        .unwrap();
     server_config
         .set_ex_token(ex_token::TP_EX_TOKEN, ex_token::EX_TOKEN_ENABLED)
         .unwrap();
@@ -119,7 +150,10 @@ fn ex_token_parameter_is_announced_by_the_server_and_recognised_by_the_client() 
     let announced = pipe.client.peer_transport_params().unwrap().ex_token;
     assert_eq!(
         announced,
-        Some(quiche::ExTokenParameter { id: ex_token::TP_EX_TOKEN, value: 1 })
+        Some(quiche::ExTokenParameter {
+            id: ex_token::TP_EX_TOKEN,
+            value: 1
+        })
     );
     // A client sends nothing: value 0 means "not in use".
     assert_eq!(pipe.server.peer_transport_params().unwrap().ex_token, None);
