@@ -193,7 +193,7 @@ upstream_test() {
     materialise
     # Upstream's suite, with the features our patches touch enabled so they are compiled and tested.
     (cd "$patched" && CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" \
-        cargo test --features "qlog internal" -- --test-threads=2)
+        cargo test --features "qlog internal virtual-clock" -- --test-threads=2)
 }
 
 case "${1:-}" in
