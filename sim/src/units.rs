@@ -346,7 +346,7 @@ mod tests {
             "64KiB".parse::<QueueLimit>().unwrap().bytes(rate, rtt),
             65_536
         );
-        assert_eq!(QueueLimit::Bytes(10).bytes(rate, rtt), 1500);
+        assert_eq!(QueueLimit::Bytes(10).bytes(rate, rtt), 1350);
         assert!("0xBDP".parse::<QueueLimit>().is_err());
     }
 

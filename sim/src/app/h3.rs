@@ -6,6 +6,7 @@
 
 use quiche::h3::NameValue;
 
+use super::write_budget;
 use super::Progress;
 use super::Reply;
 use super::READ_CHUNK;
@@ -95,6 +96,8 @@ pub struct Server {
     unanswered: Vec<Reply>,
     /// Responses whose body is still being sent.
     replies: Vec<Reply>,
+    /// Body bytes handed to quiche so far.
+    written: u64,
 }
 
 impl Server {
@@ -147,11 +150,18 @@ impl Server {
         self.unanswered = still_unanswered;
         for reply in &mut self.replies {
             while reply.remaining > 0 {
-                let chunk = reply.remaining.min(ZEROS.len() as u64) as usize;
+                let budget = write_budget(conn, self.written);
+                if budget == 0 {
+                    break;
+                }
+                let chunk = reply.remaining.min(ZEROS.len() as u64).min(budget) as usize;
                 let fin = chunk as u64 == reply.remaining;
                 match h3.send_body(conn, reply.stream_id, &ZEROS[..chunk], fin) {
                     Ok(0) => break,
-                    Ok(written) => reply.remaining -= written as u64,
+                    Ok(written) => {
+                        reply.remaining -= written as u64;
+                        self.written += written as u64;
+                    }
                     Err(quiche::h3::Error::Done | quiche::h3::Error::StreamBlocked) => break,
                     Err(e) => return Err(e.into()),
                 }

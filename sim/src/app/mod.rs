@@ -143,3 +143,19 @@ struct Reply {
     stream_id: u64,
     remaining: u64,
 }
+
+/// Least a server keeps buffered in quiche beyond what it has sent.
+const MIN_WRITE_AHEAD: u64 = 1 << 20;
+
+/// Bytes a server may hand to quiche now, having written `written` so far.
+///
+/// Servers keep about two congestion windows (at least 1 MiB) of unsent
+/// data in quiche rather than the whole object: always more than the
+/// sender can use, so it is never application-limited, while quiche's send
+/// buffer, whose cost grows with the data it holds, stays small.
+fn write_budget(conn: &quiche::Connection, written: u64) -> u64 {
+    let sent = conn.stats().sent_bytes;
+    let window = conn.path_stats().next().map_or(0, |p| p.cwnd as u64);
+    let ahead = window.saturating_mul(2).max(MIN_WRITE_AHEAD);
+    sent.saturating_add(ahead).saturating_sub(written)
+}

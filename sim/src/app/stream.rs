@@ -2,6 +2,7 @@
 //! big-endian bytes and a FIN; the server replies with that many bytes and
 //! a FIN. No framing, so the transport alone is measured.
 
+use super::write_budget;
 use super::Progress;
 use super::Reply;
 use super::READ_CHUNK;
@@ -60,6 +61,8 @@ impl Client {
 pub struct Server {
     request: Vec<u8>,
     reply: Option<Reply>,
+    /// Reply bytes handed to quiche so far.
+    written: u64,
 }
 
 impl Server {
@@ -91,11 +94,18 @@ impl Server {
             return Ok(());
         };
         while reply.remaining > 0 {
-            let chunk = reply.remaining.min(ZEROS.len() as u64) as usize;
+            let budget = write_budget(conn, self.written);
+            if budget == 0 {
+                break;
+            }
+            let chunk = reply.remaining.min(ZEROS.len() as u64).min(budget) as usize;
             let fin = chunk as u64 == reply.remaining;
             match conn.stream_send(reply.stream_id, &ZEROS[..chunk], fin) {
                 Ok(0) | Err(quiche::Error::Done) => break,
-                Ok(written) => reply.remaining -= written as u64,
+                Ok(written) => {
+                    reply.remaining -= written as u64;
+                    self.written += written as u64;
+                }
                 Err(e) => return Err(e.into()),
             }
         }
