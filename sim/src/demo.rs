@@ -79,7 +79,8 @@ pub fn run(dir: &Path) -> Result<String, SimError> {
         out,
         "\nlimit = 2*RTT + size/rate, the fastest any 1-RTT handshake allows"
     );
-    let _ = writeln!(out, "plots and qlog traces in {}:", dir.display());
+    let shown = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let _ = writeln!(out, "plots and qlog traces in {}:", shown.display());
     for f in files {
         let _ = writeln!(out, "  {}", f.display());
     }
