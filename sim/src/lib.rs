@@ -23,11 +23,14 @@
 //! # Determinism
 //!
 //! The link draws from its own seeded generator ([`rng`]), connection IDs
-//! derive from the seed, GREASE is off, and simulation time is exact
-//! nanoseconds, so a scenario and seed give the same report every time.
-//! What quiche itself randomises (TLS secrets, packet-number skipping) does
-//! not change packet sizes or timing in any way the report shows (tested by
-//! running scenarios twice and comparing the JSON).
+//! derive from the seed, GREASE is off, the server's certificate is RSA (an
+//! ECDSA signature's length varies), and simulation time is exact
+//! nanoseconds. One source of variation remains outside the simulator:
+//! quiche skips a packet number chosen with BoringSSL's generator, which
+//! changes ACK frame sizes by a few bytes and so timings by microseconds.
+//! Loss-free runs of one seed agree to well under a millisecond; runs with
+//! losses can diverge further. Bit-for-bit reports need quiche's own
+//! randomness to be seedable under the `virtual-clock` feature.
 //!
 //! # JSON schema of `cr-sim run --json` (stable)
 //!
