@@ -34,16 +34,19 @@ fn config(is_server: bool) -> quiche::Config {
     config
 }
 
-/// One flight each way, each after one one-way delay.
+/// One flight each way, each arriving one one-way delay after it was sent.
 fn step(pipe: &mut Pipe, now: &mut Instant) {
+    let to_server = emit_flight(&mut pipe.client);
     *now += ONE_WAY;
     quiche::clock::set(*now);
-    if let Ok(flight) = emit_flight(&mut pipe.client) {
+    if let Ok(flight) = to_server {
         process_flight(&mut pipe.server, flight).unwrap();
     }
+
+    let to_client = emit_flight(&mut pipe.server);
     *now += ONE_WAY;
     quiche::clock::set(*now);
-    if let Ok(flight) = emit_flight(&mut pipe.server) {
+    if let Ok(flight) = to_client {
         process_flight(&mut pipe.client, flight).unwrap();
     }
 }
@@ -79,6 +82,11 @@ fn transfer(saved: Option<SavedState>, body: &[u8]) -> usize {
     }
 
     quiche::clock::unset();
+    if let Some(resume) = pipe.server.careful_resume() {
+        // Measure what was meant: a connection that jumped and validated.
+        assert_eq!(resume.phase(), quiche::careful_resume::Phase::Normal);
+        assert!(resume.pipesize() > 0, "Careful Resume never jumped");
+    }
     pipe.server.stats().sent
 }
 
