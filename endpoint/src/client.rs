@@ -25,9 +25,14 @@ pub enum RequestedCapacity {
 pub struct ClientConfig {
     /// Lowering (never raising) the Requested Capacity of BDP tokens.
     pub requested_capacity: RequestedCapacity,
-    /// Flow-control credit granted per byte of saved Capacity. The server
-    /// jumps to half the Capacity and then grows; a receive window smaller
-    /// than that throttles the resumed connection.
+    /// The initial flow-control credit (connection and stream) the client
+    /// grants on every connection. The client owns this setting of the
+    /// `quiche::Config` it connects with.
+    pub base_credit: u64,
+    /// Flow-control credit granted per byte of saved Capacity, when that
+    /// exceeds `base_credit`. The server jumps to half the Capacity and then
+    /// grows; a receive window smaller than that throttles the resumed
+    /// connection (the seed dissertation saw exactly this).
     pub credit_per_capacity: u64,
     /// Bounds of the token store.
     pub store: StoreConfig,
@@ -37,6 +42,7 @@ impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
             requested_capacity: RequestedCapacity::AsSaved,
+            base_credit: 16 * 1024 * 1024,
             credit_per_capacity: 2,
             store: StoreConfig::default(),
         }
@@ -79,11 +85,10 @@ impl ResumeClient {
     /// Connects like [`quiche::connect()`], presenting a stored token for
     /// (`server_name`, `peer`) if there is one.
     ///
-    /// When the token carries a saved Capacity, the connection's initial
-    /// flow-control credit (connection and stream, and the autotuning
-    /// ceilings) is set in `config` to `credit_per_capacity` times it, so the
-    /// resumed window is not limited by the receiver; `config` keeps that
-    /// setting for later connections.
+    /// The connection's initial flow-control credit (connection and stream,
+    /// and the autotuning ceilings) is set in `config` to `base_credit`, or
+    /// to `credit_per_capacity` times the saved Capacity of the token when
+    /// that is more, so the resumed window is not limited by the receiver.
     pub fn connect(
         &mut self,
         server_name: &str,
@@ -93,15 +98,12 @@ impl ResumeClient {
         config: &mut quiche::Config,
         now: SystemTime,
     ) -> Result<quiche::Connection, Error> {
-        let token = self.store.take(server_name, peer, now);
+        let mut token = self.store.take(server_name, peer, now);
 
-        let token = token.map(|mut token| {
-            if let Some(capacity) = self.prepare(&mut token) {
-                let credit = capacity.saturating_mul(self.config.credit_per_capacity);
-                raise_credit(config, credit);
-            }
-            token
-        });
+        let capacity = token.as_mut().and_then(|token| self.prepare(token));
+        let resumed_credit =
+            capacity.map_or(0, |c| c.saturating_mul(self.config.credit_per_capacity));
+        set_credit(config, resumed_credit.max(self.config.base_credit));
 
         let mut conn = quiche::connect(Some(server_name), scid, local, peer, config)?;
         if let Some(token) = token {
@@ -139,7 +141,7 @@ impl ResumeClient {
     }
 }
 
-fn raise_credit(config: &mut quiche::Config, credit: u64) {
+fn set_credit(config: &mut quiche::Config, credit: u64) {
     config.set_initial_max_data(credit);
     config.set_initial_max_stream_data_bidi_local(credit);
     config.set_max_connection_window(credit);

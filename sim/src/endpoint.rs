@@ -2,17 +2,18 @@
 //! housekeeping after each receive, send or timeout, goes through here.
 //!
 //! This is the one module that knows how a Careful Resume endpoint is set
-//! up. Today it makes plain quiche connections: the server mints no tokens,
-//! so a client has none to present and a "resumed" connection behaves like
-//! a baseline. The integration crate `cr-endpoint` replaces the bodies of
-//! [`SimServer::new`], [`SimServer::accept`], [`SimServer::after_io`],
-//! [`SimClient::new`], [`SimClient::connect`] and [`SimClient::after_io`]
-//! (server: validate the client's token from its Initial, set up Careful
-//! Resume, mint BDP tokens and send NEW_TOKEN; client: keep tokens from
-//! NEW_TOKEN and present one on the next connection); the rest of the
-//! simulator does not change.
+//! up, through the integration crate `cr-endpoint`: the server validates the
+//! token of the client's Initial, sets up Careful Resume, mints BDP tokens
+//! and sends them with NEW_TOKEN; the client keeps those tokens and presents
+//! one on its next connection (unless the scenario is a baseline).
+//!
+//! Token keys and token randomness come from the scenario's seed: the
+//! simulator wants the same bytes for the same seed, never secrecy.
 
 use std::net::SocketAddr;
+
+use cr_endpoint::ex_token::{KeyRing, MemoryGuard, SimRng, TokenKey, TokenServer};
+use cr_endpoint::{Accepted, ClientConfig, ResumeClient, ResumeServer};
 
 use crate::choices::AppKind;
 use crate::choices::CongestionControl;
@@ -110,23 +111,33 @@ pub struct SimServer {
     settings: EndpointSettings,
     flow: u64,
     accepted: u64,
+    resume: ResumeServer<SimRng, MemoryGuard>,
 }
+
+/// Saved sets the server remembers as in use; a simulation has few.
+const GUARD_CAPACITY: usize = 1024;
 
 /// One server-side connection.
 pub struct ServerConnection {
-    conn: quiche::Connection,
+    accepted: Accepted,
     qlog: QlogBuffer,
 }
 
 impl ServerConnection {
     /// The quiche connection.
     pub fn conn(&mut self) -> &mut quiche::Connection {
-        &mut self.conn
+        &mut self.accepted.conn
     }
 
     /// The quiche connection, read-only.
     pub fn conn_ref(&self) -> &quiche::Connection {
-        &self.conn
+        &self.accepted.conn
+    }
+
+    /// What the client's token allowed: the saved set resumed from, or why
+    /// not.
+    pub fn accepted(&self) -> &Accepted {
+        &self.accepted
     }
 
     /// The server's qlog trace so far.
@@ -137,18 +148,24 @@ impl ServerConnection {
 
 impl SimServer {
     /// The server of flow number `flow`.
-    ///
-    /// cr-endpoint: build the CR server (token keys, CR configuration,
-    /// whether `settings.resume` allows CR) here.
     pub fn new(settings: EndpointSettings, flow: u64) -> Result<SimServer, SimError> {
         let mut config = base_config(&settings)?;
         config.load_cert_chain_from_pem_file(CERT)?;
         config.load_priv_key_from_pem_file(KEY)?;
+
+        let mut rng = SimRng::new(settings.seed ^ flow.rotate_left(32));
+        let key = TokenKey::generate(0, &mut rng).map_err(|e| SimError::Setup(e.to_string()))?;
+        let tokens = TokenServer::new(KeyRing::new(key), rng, Default::default());
+        let resume =
+            ResumeServer::new(tokens, MemoryGuard::new(GUARD_CAPACITY), Default::default());
+        resume.configure(&mut config)?;
+
         Ok(SimServer {
             config,
             settings,
             flow,
             accepted: 0,
+            resume,
         })
     }
 
@@ -156,15 +173,12 @@ impl SimServer {
     ///
     /// Returns `None` when the datagram is not a long-header Initial that
     /// can start a connection (it is then ignored).
-    ///
-    /// cr-endpoint: validate the token of the Initial (`header.token`), set
-    /// up Careful Resume from its BDP extension, mark the address verified.
     pub fn accept(
         &mut self,
         datagram: &mut [u8],
         local: SocketAddr,
         peer: SocketAddr,
-        _now: &Now,
+        now: &Now,
     ) -> Result<Option<ServerConnection>, SimError> {
         let Ok(header) = quiche::Header::from_slice(datagram, quiche::MAX_CONN_ID_LEN) else {
             return Ok(None);
@@ -175,17 +189,20 @@ impl SimServer {
         let scid_bytes = connection_id(self.settings.seed, self.flow, self.accepted, true);
         self.accepted += 1;
         let scid = quiche::ConnectionId::from_ref(&scid_bytes);
-        let mut conn = quiche::accept(&scid, None, local, peer, &mut self.config)?;
+        let token = header.token.as_deref().unwrap_or_default();
+        let mut accepted =
+            self.resume
+                .accept(&scid, None, local, peer, token, &mut self.config, now.wall)?;
         let qlog = QlogBuffer::new();
-        attach_qlog(&mut conn, &qlog, "server");
-        Ok(Some(ServerConnection { conn, qlog }))
+        attach_qlog(&mut accepted.conn, &qlog, "server");
+        Ok(Some(ServerConnection { accepted, qlog }))
     }
 
-    /// Housekeeping after a receive, send or timeout on `connection`.
-    ///
-    /// cr-endpoint: mint BDP tokens from the observed capacity and queue
-    /// them with NEW_TOKEN.
-    pub fn after_io(&mut self, _connection: &mut ServerConnection, _now: &Now) {}
+    /// Housekeeping after a receive, send or timeout on `connection`: tokens
+    /// for the client's next connection.
+    pub fn after_io(&mut self, connection: &mut ServerConnection, now: &Now) {
+        self.resume.on_progress(&mut connection.accepted, now.wall);
+    }
 }
 
 /// The client of one flow: it outlives its connections and keeps the tokens
@@ -195,7 +212,7 @@ pub struct SimClient {
     settings: EndpointSettings,
     flow: u64,
     connected: u64,
-    tokens: Vec<Vec<u8>>,
+    resume: ResumeClient,
 }
 
 /// One client-side connection.
@@ -223,39 +240,45 @@ impl ClientConnection {
 
 impl SimClient {
     /// The client of flow number `flow`.
-    ///
-    /// cr-endpoint: build the CR client (token store) here.
     pub fn new(settings: EndpointSettings, flow: u64) -> Result<SimClient, SimError> {
+        let mut config = base_config(&settings)?;
+        let resume = ResumeClient::new(ClientConfig {
+            base_credit: FLOW_CONTROL_CREDIT,
+            ..ClientConfig::default()
+        });
+        resume.configure(&mut config)?;
         Ok(SimClient {
-            config: base_config(&settings)?,
+            config,
             settings,
             flow,
             connected: 0,
-            tokens: Vec::new(),
+            resume,
         })
     }
 
     /// Tokens received and not yet used.
     pub fn tokens(&self) -> usize {
-        self.tokens.len()
+        self.resume.store().len()
     }
 
-    /// Opens a new connection, presenting a kept token when resuming.
-    ///
-    /// cr-endpoint: present the newest token for `peer` (unless
-    /// `settings.resume` is off) and size the flow-control credit.
+    /// Opens a new connection, presenting a kept token unless the scenario
+    /// is a baseline.
     pub fn connect(
         &mut self,
         local: SocketAddr,
         peer: SocketAddr,
         keep_qlog: bool,
-        _now: &Now,
+        now: &Now,
     ) -> Result<ClientConnection, SimError> {
         let scid_bytes = connection_id(self.settings.seed, self.flow, self.connected, false);
         self.connected += 1;
         let scid = quiche::ConnectionId::from_ref(&scid_bytes);
-        let mut conn = quiche::connect(Some(SERVER_NAME), &scid, local, peer, &mut self.config)?;
-        let _token_to_present = self.settings.resume.then(|| self.tokens.pop()).flatten();
+        let mut conn = if self.settings.resume {
+            self.resume
+                .connect(SERVER_NAME, &scid, local, peer, &mut self.config, now.wall)?
+        } else {
+            quiche::connect(Some(SERVER_NAME), &scid, local, peer, &mut self.config)?
+        };
         let qlog = keep_qlog.then(QlogBuffer::new);
         if let Some(q) = &qlog {
             attach_qlog(&mut conn, q, "client");
@@ -263,8 +286,13 @@ impl SimClient {
         Ok(ClientConnection { conn, qlog })
     }
 
-    /// Housekeeping after a receive, send or timeout on `connection`.
-    ///
-    /// cr-endpoint: take the tokens that arrived in NEW_TOKEN frames.
-    pub fn after_io(&mut self, _connection: &mut ClientConnection, _now: &Now) {}
+    /// Housekeeping after a receive, send or timeout on `connection`: keeps
+    /// the tokens that arrived in NEW_TOKEN frames.
+    pub fn after_io(&mut self, connection: &mut ClientConnection, now: &Now) {
+        let peer = connection.conn.path_stats().next().map(|p| p.peer_addr);
+        if let Some(peer) = peer {
+            self.resume
+                .on_progress(&mut connection.conn, SERVER_NAME, peer, now.wall);
+        }
+    }
 }

@@ -17,6 +17,8 @@ pub enum SimError {
     Scenario(String),
     /// Writing an output file (qlog, plot) failed.
     Output(String),
+    /// Setting up an endpoint's token keys failed.
+    Setup(String),
 }
 
 impl fmt::Display for SimError {
@@ -28,6 +30,7 @@ impl fmt::Display for SimError {
             SimError::TimedOut(what) => write!(f, "virtual time limit reached: {what}"),
             SimError::Scenario(what) => write!(f, "bad scenario: {what}"),
             SimError::Output(what) => write!(f, "cannot write output: {what}"),
+            SimError::Setup(what) => write!(f, "cannot set up an endpoint: {what}"),
         }
     }
 }
@@ -43,5 +46,13 @@ impl From<quiche::Error> for SimError {
 impl From<quiche::h3::Error> for SimError {
     fn from(e: quiche::h3::Error) -> Self {
         SimError::Http3(e)
+    }
+}
+
+impl From<cr_endpoint::Error> for SimError {
+    fn from(e: cr_endpoint::Error) -> Self {
+        match e {
+            cr_endpoint::Error::Quiche(e) => SimError::Quiche(e),
+        }
     }
 }

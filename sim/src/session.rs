@@ -112,9 +112,13 @@ pub fn run_session(
     keep_client_qlog: bool,
 ) -> Result<SessionOutcome, SimError> {
     scenario.check()?;
+    // quiche's own random draws (the skipped packet number) change packet
+    // sizes: seed them too, so a seed fixes every byte and every time.
+    quiche::seeded_random::seed(scenario.seed);
     let mut world = build_world(scenario);
     let outcome = run_in(&mut world, scenario, keep_client_qlog);
     quiche::clock::unset();
+    quiche::seeded_random::unseed();
     outcome
 }
 

@@ -597,9 +597,19 @@ impl World {
             return Ok(());
         };
         f.server.after_io(server, &now);
-        pair.server_app.step(server.conn())?;
-        self.network
-            .flush(server.conn(), flow, pair.generation, Direction::ToClient)?;
+        // quiche lets the application write only what the congestion window
+        // has room for, and sending can open the window (a Careful Resume
+        // jump happens on a packet sent): after a flush that sent something,
+        // the application gets one more turn to use the room.
+        for _ in 0..2 {
+            pair.server_app.step(server.conn())?;
+            let sent =
+                self.network
+                    .flush(server.conn(), flow, pair.generation, Direction::ToClient)?;
+            if sent == 0 {
+                break;
+            }
+        }
         Ok(())
     }
 }
