@@ -1,1 +1,288 @@
-//! Cross-crate integration tests of quiche-cr live in `tests/`.
+//! Cross-crate integration tests of quiche-cr live in `tests/`; this library
+//! holds what several of them share: a client and a quiche-cr server over an
+//! in-memory path on quiche's virtual clock.
+//!
+//! The path has a fixed one-way delay and no bandwidth limit: every step
+//! carries all the client has to send to the server, then all the server has
+//! to send back, each arriving one delay later. That makes round trips exact
+//! and lets a test drop chosen packets, which is what phase-by-phase Careful
+//! Resume tests need. Bandwidth, queues and pacing are the simulator's job
+//! (`cr-sim`).
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cr_endpoint::ex_token::{KeyRing, MemoryGuard, SimRng, TokenKey, TokenServer};
+use cr_endpoint::{Accepted, ResumeServer, ServerConfig};
+
+/// The client's address.
+pub const CLIENT: &str = "192.0.2.10:4433";
+/// The server's address.
+pub const SERVER: &str = "198.51.100.1:443";
+/// The name the client asks for.
+pub const SERVER_NAME: &str = "quiche-cr.test";
+
+const CERT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../certs/cert.pem");
+const KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../certs/key.pem");
+const ALPN: &[u8] = b"cr-test";
+const CREDIT: u64 = 64 * 1024 * 1024;
+/// Round trips spent after the download so tokens sent on its last ACKs
+/// still reach the client, as they would with a client that keeps an idle
+/// connection open.
+const LINGER_ROUND_TRIPS: u32 = 3;
+/// A download that has not finished after this long has stalled.
+const TIME_LIMIT: Duration = Duration::from_secs(600);
+
+/// A quiche configuration for either side.
+pub fn config(is_server: bool, cc: quiche::CongestionControlAlgorithm) -> quiche::Config {
+    let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION).expect("version");
+    if is_server {
+        config.load_cert_chain_from_pem_file(CERT).expect("cert");
+        config.load_priv_key_from_pem_file(KEY).expect("key");
+    }
+    config.verify_peer(false);
+    config.set_application_protos(&[ALPN]).expect("alpn");
+    config.set_max_idle_timeout(600_000);
+    config.set_initial_max_data(CREDIT);
+    config.set_initial_max_stream_data_bidi_local(CREDIT);
+    config.set_initial_max_stream_data_bidi_remote(CREDIT);
+    config.set_initial_max_streams_bidi(10);
+    config.set_max_connection_window(CREDIT);
+    config.set_max_stream_window(CREDIT);
+    config.set_cc_algorithm(cc);
+    // GREASE draws random lengths; tests want the same packets every run.
+    config.grease(false);
+    config
+}
+
+/// A plain quiche client connection: it knows nothing about extensible
+/// tokens and only echoes what NEW_TOKEN gave it, as RFC 9000 asks.
+pub fn opaque_client(token: Option<&[u8]>, id: u8) -> quiche::Connection {
+    let mut config = config(false, quiche::CongestionControlAlgorithm::CUBIC);
+    let scid = quiche::ConnectionId::from_vec(vec![id; 16]);
+    let mut conn = quiche::connect(
+        Some(SERVER_NAME),
+        &scid,
+        CLIENT.parse().expect("address"),
+        SERVER.parse().expect("address"),
+        &mut config,
+    )
+    .expect("connect");
+    if let Some(token) = token {
+        conn.set_token(token)
+            .expect("token before the first packet");
+    }
+    conn
+}
+
+/// What one download left behind.
+pub struct Download {
+    /// The client's connection, with the tokens it received still queued.
+    pub client: quiche::Connection,
+    /// The server's connection and what the token said.
+    pub server: Accepted,
+    /// From the client's first packet to the last byte of the body.
+    pub completion: Duration,
+    /// The server's qlog, read back.
+    pub trace: qlog_cr::Trace,
+}
+
+/// A quiche-cr server that outlives its connections, and the virtual clock.
+pub struct Harness {
+    server: ResumeServer<SimRng, MemoryGuard>,
+    server_config: quiche::Config,
+    now: Instant,
+    wall: SystemTime,
+    /// One-way delay of the path.
+    pub one_way: Duration,
+}
+
+impl Harness {
+    /// A server running `cc` over a path with `rtt`.
+    pub fn new(cc: quiche::CongestionControlAlgorithm, rtt: Duration) -> Harness {
+        let mut rng = SimRng::new(7);
+        let key = TokenKey::generate(1, &mut rng).expect("key");
+        let tokens = TokenServer::new(KeyRing::new(key), rng, Default::default());
+        let server = ResumeServer::new(tokens, MemoryGuard::new(64), ServerConfig::default());
+        let mut server_config = config(true, cc);
+        server.configure(&mut server_config).expect("ex_token");
+        quiche::seeded_random::seed(11);
+        Harness {
+            server,
+            server_config,
+            now: Instant::now() + Duration::from_secs(86_400),
+            wall: UNIX_EPOCH + Duration::from_secs(1_767_225_600),
+            one_way: rtt / 2,
+        }
+    }
+
+    fn tick(&mut self) {
+        self.now += self.one_way;
+        self.wall += self.one_way;
+        quiche::clock::set(self.now);
+    }
+
+    /// `client` fetches `size` bytes; `drop` sees the server connection as
+    /// each of its datagrams leaves and says whether the path loses it.
+    pub fn download(
+        &mut self,
+        mut client: quiche::Connection,
+        size: usize,
+        mut drop: impl FnMut(&quiche::Connection) -> bool,
+    ) -> Download {
+        let client_addr: SocketAddr = CLIENT.parse().expect("address");
+        let server_addr: SocketAddr = SERVER.parse().expect("address");
+        let start = self.now;
+        quiche::clock::set(self.now);
+        let qlog = SharedBuffer::default();
+        let mut server: Option<Accepted> = None;
+        let body = vec![0x42; size];
+        let (mut requested, mut written, mut received) = (false, 0, 0);
+        let mut done_at = None;
+        let mut buf = [0; 65_536];
+
+        loop {
+            let linger = self.one_way * 2 * LINGER_ROUND_TRIPS;
+            if done_at.is_some_and(|at| self.now >= at + linger) {
+                break;
+            }
+            assert!(self.now - start < TIME_LIMIT, "the download stalled");
+
+            // Client to server.
+            fire_timer(&mut client, self.now);
+            if client.is_established() && !requested {
+                client.stream_send(0, b"GET", true).expect("request");
+                requested = true;
+            }
+            let to_server = drain(&mut client);
+            self.tick();
+            for mut datagram in to_server {
+                let accepted = server.get_or_insert_with(|| {
+                    let hdr = quiche::Header::from_slice(&mut datagram, quiche::MAX_CONN_ID_LEN)
+                        .expect("an Initial");
+                    let token = hdr.token.clone().unwrap_or_default();
+                    let scid = quiche::ConnectionId::from_vec(vec![0x5e; 16]);
+                    let mut accepted = self
+                        .server
+                        .accept(
+                            &scid,
+                            None,
+                            server_addr,
+                            client_addr,
+                            &token,
+                            &mut self.server_config,
+                            self.wall,
+                        )
+                        .expect("accept");
+                    accepted.conn.set_qlog_with_level(
+                        Box::new(qlog.clone()),
+                        "server".into(),
+                        "harness".into(),
+                        quiche::QlogLevel::Extra,
+                    );
+                    accepted
+                });
+                let info = quiche::RecvInfo {
+                    from: client_addr,
+                    to: server_addr,
+                };
+                accepted.conn.recv(&mut datagram, info).ok();
+            }
+
+            // Server to client.
+            let mut to_client = Vec::new();
+            if let Some(accepted) = server.as_mut() {
+                fire_timer(&mut accepted.conn, self.now);
+                let conn = &mut accepted.conn;
+                if conn.stream_readable(0) {
+                    while conn.stream_recv(0, &mut buf).is_ok() {}
+                }
+                // Write the body as the window allows, one packet at a time:
+                // the window can open on a packet sent (a jump).
+                loop {
+                    if requested && written < size {
+                        written += conn.stream_send(0, &body[written..], true).unwrap_or(0);
+                    }
+                    let Ok((len, _)) = conn.send(&mut buf) else {
+                        break;
+                    };
+                    if !drop(conn) {
+                        to_client.push(buf[..len].to_vec());
+                    }
+                }
+                self.server.on_progress(accepted, self.wall);
+            }
+            self.tick();
+            for mut datagram in to_client {
+                let info = quiche::RecvInfo {
+                    from: server_addr,
+                    to: client_addr,
+                };
+                client.recv(&mut datagram, info).ok();
+            }
+            while let Ok((len, fin)) = client.stream_recv(0, &mut buf) {
+                received += len;
+                if fin && received == size {
+                    done_at = Some(self.now);
+                }
+            }
+        }
+
+        let server = server.expect("the server accepted");
+        let bytes = qlog
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let trace =
+            qlog_cr::Trace::from_reader(bytes.as_slice(), "server").expect("a readable qlog");
+        Download {
+            client,
+            server,
+            completion: done_at.expect("done") - start,
+            trace,
+        }
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        quiche::clock::unset();
+        quiche::seeded_random::unseed();
+    }
+}
+
+fn fire_timer(conn: &mut quiche::Connection, now: Instant) {
+    if conn.timeout_instant().is_some_and(|at| at <= now) {
+        conn.on_timeout();
+    }
+}
+
+fn drain(conn: &mut quiche::Connection) -> Vec<Vec<u8>> {
+    let mut buf = [0; 65_536];
+    let mut out = Vec::new();
+    while let Ok((len, _)) = conn.send(&mut buf) {
+        out.push(buf[..len].to_vec());
+    }
+    out
+}
+
+/// A qlog sink the test can read after quiche is done writing.
+#[derive(Clone, Default)]
+struct SharedBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for SharedBuffer {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,206 @@
+//! Careful Resume in the patched quiche, end to end in virtual time: a first
+//! connection leaves a BDP token with the client, the second presents it and
+//! the server resumes (or refuses to) exactly as RFC 9959 says.
+
+use std::time::Duration;
+
+use quiche::careful_resume::Phase;
+use quiche::CongestionControlAlgorithm as Cc;
+use quiche_cr_tests::{opaque_client, Harness};
+
+const RTT: Duration = Duration::from_millis(600);
+const FIRST: usize = 2 * 1024 * 1024;
+const MSS: u64 = 1200;
+
+/// The newest token the client received, as an opaque client would keep it.
+fn newest_token(client: &mut quiche::Connection) -> Vec<u8> {
+    let mut newest = None;
+    while let Some(token) = client.new_token_next() {
+        newest = Some(token);
+    }
+    newest.expect("the server sent a token")
+}
+
+/// The phase changes the server logged, as (from, to, trigger) strings.
+fn phases(trace: &qlog_cr::Trace) -> Vec<(String, String, String)> {
+    trace
+        .phase_changes
+        .iter()
+        .map(|c| {
+            let u = &c.update;
+            let from = u.old.map(|p| p.as_str().to_string()).unwrap_or_default();
+            let trigger = u
+                .trigger
+                .map(|t| t.as_str().to_string())
+                .unwrap_or_default();
+            (from, u.new.as_str().to_string(), trigger)
+        })
+        .collect()
+}
+
+fn phase(from: &str, to: &str, trigger: &str) -> (String, String, String) {
+    (from.into(), to.into(), trigger.into())
+}
+
+/// A first download that leaves a token, and the token.
+fn first_connection(harness: &mut Harness) -> (Duration, Vec<u8>) {
+    let mut first = harness.download(opaque_client(None, 1), FIRST, |_| false);
+    assert!(
+        first.trace.phase_changes.is_empty(),
+        "no saved set, no Careful Resume"
+    );
+    (first.completion, newest_token(&mut first.client))
+}
+
+#[test]
+fn an_opaque_client_resumes_and_the_transfer_finishes_sooner_with_every_controller() {
+    for cc in [Cc::Reno, Cc::CUBIC, Cc::Bbr2Gcongestion] {
+        let mut harness = Harness::new(cc, RTT);
+        let (first, token) = first_connection(&mut harness);
+
+        let second = harness.download(opaque_client(Some(&token), 2), FIRST, |_| false);
+
+        assert!(second.server.address_validated, "{cc:?}");
+        let saved = second.server.resume.expect("the token carries a saved set");
+        let resume = second.server.conn.careful_resume().expect("resumed");
+        assert_eq!(resume.jump_window() as u64, saved.saved_cwnd / 2, "{cc:?}");
+        // No bandwidth limit: the whole jump leaves before any of it is
+        // acknowledged, so the window fills first.
+        assert_eq!(
+            phases(&second.trace)[..3],
+            [
+                phase("reconnaissance", "unvalidated", "congestion_window_limited"),
+                phase("unvalidated", "validating", "last_unvalidated_packet_sent"),
+                phase(
+                    "validating",
+                    "normal",
+                    "last_unvalidated_packet_acknowledged"
+                ),
+            ],
+            "{cc:?}"
+        );
+        assert!(
+            second.completion < first,
+            "{cc:?}: resumed {:?} vs first {first:?}",
+            second.completion
+        );
+    }
+}
+
+#[test]
+fn loss_while_unvalidated_retreats_to_half_the_validated_pipe() {
+    let mut harness = Harness::new(Cc::CUBIC, RTT);
+    let (_, token) = first_connection(&mut harness);
+
+    // The path loses the fifth packet sent after the jump.
+    let mut unvalidated_sent = 0;
+    let second = harness.download(opaque_client(Some(&token), 2), FIRST, |server| {
+        let unvalidated = server
+            .careful_resume()
+            .is_some_and(|r| r.phase() == Phase::Unvalidated);
+        unvalidated_sent += u32::from(unvalidated);
+        unvalidated && unvalidated_sent == 5
+    });
+
+    let changes = &second.trace.phase_changes;
+    let retreat = changes
+        .iter()
+        .find(|c| c.update.new == qlog_cr::Phase::SafeRetreat)
+        .expect("a retreat");
+    assert_eq!(retreat.update.trigger, Some(qlog_cr::Trigger::PacketLoss));
+    let state = retreat.update.state_data;
+    // RFC 9959: the window is at most PipeSize/2 (whole datagrams here),
+    // never under two datagrams.
+    let expected = (state.pipesize / 2 / MSS * MSS).max(2 * MSS);
+    assert_eq!(state.congestion_window, Some(expected));
+
+    let exit = changes.last().expect("an exit");
+    assert_eq!(exit.update.old, Some(qlog_cr::Phase::SafeRetreat));
+    assert_eq!(exit.update.new, qlog_cr::Phase::Normal);
+    assert_eq!(exit.update.trigger, Some(qlog_cr::Trigger::ExitRecovery));
+    // Leaving it, ssthresh = PipeSize x Beta (0.5 by default).
+    assert_eq!(
+        exit.update.state_data.ssthresh,
+        Some(exit.update.state_data.pipesize / 2)
+    );
+    assert!(second
+        .server
+        .conn
+        .careful_resume()
+        .unwrap()
+        .saved_set_consumed());
+}
+
+#[test]
+fn no_jump_when_the_rtt_disagrees_with_the_saved_one() {
+    for factor in [0.25, 11.0] {
+        let mut harness = Harness::new(Cc::CUBIC, RTT);
+        let (_, token) = first_connection(&mut harness);
+
+        harness.one_way = RTT.mul_f64(factor) / 2;
+        let second = harness.download(opaque_client(Some(&token), 2), FIRST, |_| false);
+
+        assert_eq!(
+            phases(&second.trace),
+            [phase("reconnaissance", "normal", "rtt_not_validated")],
+            "RTT x {factor}"
+        );
+        assert_eq!(second.server.conn.careful_resume().unwrap().pipesize(), 0);
+    }
+}
+
+#[test]
+fn an_application_limited_sender_does_not_jump() {
+    let mut harness = Harness::new(Cc::CUBIC, RTT);
+    let (_, token) = first_connection(&mut harness);
+
+    // Less than the initial window: the sender never fills its window.
+    let second = harness.download(opaque_client(Some(&token), 2), 4 * MSS as usize, |_| false);
+
+    assert!(second.server.resume.is_ok(), "the saved set was accepted");
+    let resume = second.server.conn.careful_resume().unwrap();
+    assert_eq!(resume.phase(), Phase::Reconnaissance);
+    assert!(second.trace.phase_changes.is_empty());
+}
+
+#[test]
+fn a_token_is_good_for_one_resumption_only() {
+    let mut harness = Harness::new(Cc::CUBIC, RTT);
+    let (_, token) = first_connection(&mut harness);
+
+    let resumed = harness.download(opaque_client(Some(&token), 2), FIRST, |_| false);
+    let replayed = harness.download(opaque_client(Some(&token), 3), FIRST, |_| false);
+
+    assert!(resumed.server.resume.is_ok());
+    assert_eq!(
+        replayed.server.resume.unwrap_err(),
+        cr_endpoint::ex_token::NoResume::AlreadyInUse
+    );
+    assert!(replayed.server.conn.careful_resume().is_none());
+}
+
+#[test]
+fn tokens_survive_a_lossy_path_and_resume_over_a_real_bottleneck() {
+    use cr_sim::units::{Probability, Rate};
+
+    let scenario = cr_sim::Scenario {
+        rate: Rate::mbit(10),
+        rtt: RTT,
+        size: FIRST as u64,
+        loss: Probability::new(0.02).unwrap(),
+        seed: 3,
+        ..cr_sim::Scenario::default()
+    };
+    let outcome = cr_sim::run_session(&scenario, false).expect("the session runs");
+    let report = cr_sim::Report::of(&outcome);
+
+    assert!(
+        report.connections[0].packets_lost > 0,
+        "the first connection saw loss"
+    );
+    assert!(
+        report.connections[1].cr.engaged,
+        "{:?}",
+        report.connections[1].cr
+    );
+}
