@@ -62,7 +62,6 @@ fn transfer(saved: Option<SavedState>, body: &[u8]) -> usize {
         pipe.server.setup_careful_resume(saved).unwrap();
     }
 
-
     while !pipe.client.is_established() {
         step(&mut pipe, &mut now);
     }
