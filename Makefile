@@ -4,7 +4,7 @@ CARGO ?= cargo
 FORK := quiche/fork.sh
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup quiche quiche-export quiche-check quiche-test build fmt fmt-check clippy \
+.PHONY: all setup quiche quiche-export quiche-check quiche-tooling-test quiche-test build fmt fmt-check clippy \
         test test-workspace bench demo fuzz fuzz-build
 
 all: build
@@ -24,6 +24,10 @@ quiche-export:
 ## quiche-check: fail when quiche/patched/ holds work not exported, or the series does not apply
 quiche-check:
 	@$(FORK) check
+
+## quiche-tooling-test: tests of the fork tooling itself, on a scratch copy
+quiche-tooling-test:
+	@quiche/test-fork.sh
 
 ## quiche-test: upstream quiche's own test suite on the patched tree
 quiche-test: setup
@@ -45,7 +49,7 @@ test-workspace: setup quiche
 	$(CARGO) test --workspace
 
 ## test: formatting, lints, all workspace tests, the fork check and upstream's suite
-test: fmt-check clippy test-workspace quiche-check quiche-test
+test: fmt-check clippy test-workspace quiche-check quiche-tooling-test quiche-test
 
 ## bench: criterion benchmarks (results in target/criterion)
 bench: setup quiche
