@@ -1,0 +1,198 @@
+//! HTTP/3 through quiche's h3 module: `GET /<n>` answered with status 200
+//! and `n` bytes, any other request with 404 and no body.
+
+use std::time::Instant;
+
+use quiche::h3::NameValue;
+
+use super::{requested_size, write_reply, Progress, Reply, Sent, Served, MAX_REQUEST};
+use crate::error::AppError;
+
+/// Both sides use quiche's default HTTP/3 settings.
+fn h3_config() -> Result<quiche::h3::Config, AppError> {
+    Ok(quiche::h3::Config::new()?)
+}
+
+/// The size a request's headers ask for, if it is a `GET /<n>`.
+fn request_size(headers: &[quiche::h3::Header]) -> Option<u64> {
+    let value = |name: &[u8]| headers.iter().find(|h| h.name() == name).map(|h| h.value());
+    if value(b":method")? != b"GET" {
+        return None;
+    }
+    let path = value(b":path")?;
+    (path.len() <= MAX_REQUEST).then(|| requested_size(path))?
+}
+
+/// The HTTP/3 server of one connection.
+#[derive(Default)]
+pub struct Server {
+    h3: Option<quiche::h3::Connection>,
+    /// Requests whose response headers are not sent yet.
+    unanswered: Vec<Reply>,
+    /// Responses whose body is being sent.
+    replies: Vec<Reply>,
+    pub(super) served: Served,
+}
+
+impl Server {
+    /// Reads requests and writes as much of the responses as allowed.
+    pub fn step(&mut self, conn: &mut quiche::Connection) -> Result<(), AppError> {
+        if self.h3.is_none() && conn.is_established() {
+            self.h3 = Some(quiche::h3::Connection::with_transport(conn, &h3_config()?)?);
+        }
+        let Some(h3) = self.h3.as_mut() else {
+            return Ok(());
+        };
+        loop {
+            match h3.poll(conn) {
+                Ok((stream_id, quiche::h3::Event::Headers { list, .. })) => {
+                    self.served.requests += 1;
+                    self.served.pending += 1;
+                    // u64::MAX marks "not found": no body, status 404.
+                    let remaining = request_size(&list).unwrap_or(u64::MAX);
+                    self.unanswered.push(Reply {
+                        stream_id,
+                        remaining,
+                    });
+                }
+                Ok((stream_id, quiche::h3::Event::Data)) => {
+                    // Request bodies are not used: read and drop them.
+                    let mut sink = [0u8; 4096];
+                    while h3.recv_body(conn, stream_id, &mut sink).is_ok() {}
+                }
+                Ok(_) => {}
+                Err(quiche::h3::Error::Done) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+
+        let served = &mut self.served;
+        let replies = &mut self.replies;
+        self.unanswered.retain_mut(|reply| {
+            let found = reply.remaining != u64::MAX;
+            if !found {
+                reply.remaining = 0;
+            }
+            let length = reply.remaining.to_string();
+            let headers = [
+                quiche::h3::Header::new(b":status", if found { b"200" } else { b"404" }),
+                quiche::h3::Header::new(b"content-length", length.as_bytes()),
+            ];
+            let empty = reply.remaining == 0;
+            match h3.send_response(conn, reply.stream_id, &headers, empty) {
+                Ok(()) if empty => {
+                    served.pending -= 1;
+                    served.finished_streams.push(reply.stream_id);
+                    false
+                }
+                Ok(()) => {
+                    replies.push(*reply);
+                    false
+                }
+                Err(quiche::h3::Error::StreamBlocked | quiche::h3::Error::Done) => {
+                    if !found {
+                        reply.remaining = u64::MAX;
+                    }
+                    true
+                }
+                Err(_) => {
+                    served.pending -= 1;
+                    false
+                }
+            }
+        });
+
+        self.replies.retain_mut(|reply| {
+            !write_reply(conn, reply, served, |conn, id, body, fin| {
+                match h3.send_body(conn, id, body, fin) {
+                    Ok(written) => Sent::Wrote(written),
+                    Err(quiche::h3::Error::Done | quiche::h3::Error::StreamBlocked) => {
+                        Sent::Blocked
+                    }
+                    Err(_) => Sent::Abandoned,
+                }
+            })
+        });
+        Ok(())
+    }
+}
+
+/// The HTTP/3 client: one GET.
+pub struct Client {
+    h3: Option<quiche::h3::Connection>,
+    path: String,
+    authority: String,
+    request: Option<u64>,
+    pub(super) progress: Progress,
+}
+
+impl Client {
+    /// A client fetching `size` bytes from `authority`.
+    pub fn new(size: u64, authority: &str) -> Client {
+        Client {
+            h3: None,
+            path: format!("/{size}"),
+            authority: authority.to_string(),
+            request: None,
+            progress: Progress::default(),
+        }
+    }
+
+    /// Sends the request once the handshake is done and reads the body.
+    pub fn step(&mut self, conn: &mut quiche::Connection, now: Instant) -> Result<(), AppError> {
+        if self.h3.is_none() && conn.is_established() {
+            self.h3 = Some(quiche::h3::Connection::with_transport(conn, &h3_config()?)?);
+        }
+        let Some(h3) = self.h3.as_mut() else {
+            return Ok(());
+        };
+        if self.request.is_none() {
+            let headers = [
+                quiche::h3::Header::new(b":method", b"GET"),
+                quiche::h3::Header::new(b":scheme", b"https"),
+                quiche::h3::Header::new(b":authority", self.authority.as_bytes()),
+                quiche::h3::Header::new(b":path", self.path.as_bytes()),
+                quiche::h3::Header::new(b"user-agent", b"cr-client"),
+            ];
+            match h3.send_request(conn, &headers, true) {
+                Ok(stream_id) => self.request = Some(stream_id),
+                Err(quiche::h3::Error::StreamBlocked | quiche::h3::Error::Done) => {
+                    return Ok(())
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            match h3.poll(conn) {
+                Ok((stream_id, quiche::h3::Event::Headers { list, .. }))
+                    if Some(stream_id) == self.request =>
+                {
+                    self.progress.status = list
+                        .iter()
+                        .find(|h| h.name() == b":status")
+                        .and_then(|h| std::str::from_utf8(h.value()).ok())
+                        .and_then(|s| s.parse().ok());
+                }
+                Ok((stream_id, quiche::h3::Event::Data)) => {
+                    while let Ok(read) = h3.recv_body(conn, stream_id, &mut buf) {
+                        if Some(stream_id) == self.request {
+                            self.progress.add(read, now);
+                        }
+                    }
+                }
+                Ok((stream_id, quiche::h3::Event::Finished)) if Some(stream_id) == self.request => {
+                    self.progress.finish(now);
+                }
+                Ok((stream_id, quiche::h3::Event::Reset(code))) if Some(stream_id) == self.request => {
+                    return Err(AppError::Invalid(format!(
+                        "the server reset the request (error {code})"
+                    )));
+                }
+                Ok(_) => {}
+                Err(quiche::h3::Error::Done) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! `cr-client`: downloads `/<bytes>` over HTTP/3 or hq-interop, presenting
+//! and keeping address validation tokens, and prints the timings.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use cr_apps::units::{parse_bytes, parse_duration};
+use cr_apps::{download, AppError, ClientOptions, Protocol};
+
+/// Download `/<bytes>` from a cr-server (or any server answering
+/// `GET /<n>` with n bytes), keeping its tokens for the next run so the
+/// server can resume the path's capacity (Careful Resume).
+#[derive(Parser, Debug)]
+#[command(name = "cr-client", version)]
+struct Args {
+    /// Server (or relay) address, `host:port`.
+    server: String,
+    /// Bytes to fetch (e.g. 2MiB).
+    #[arg(long, value_parser = parse_bytes, default_value = "1MiB")]
+    size: u64,
+    /// Application protocol.
+    #[arg(long, value_enum, default_value_t = Protocol::H3)]
+    protocol: Protocol,
+    /// Server name for TLS and for the token file; defaults to the host of
+    /// SERVER, or `localhost` when that is an IP address.
+    #[arg(long)]
+    name: Option<String>,
+    /// Token file (JSON), keyed by server name and address.
+    #[arg(long, default_value = "cr-client-tokens.json")]
+    token_file: PathBuf,
+    /// Neither present nor keep tokens.
+    #[arg(long, conflicts_with = "requested_capacity")]
+    no_token: bool,
+    /// Ask the server to resume with at most this many bytes (0 opts out
+    /// of Careful Resume, while the token still validates the address).
+    #[arg(long, value_parser = parse_bytes)]
+    requested_capacity: Option<u64>,
+    /// Stay this long after the last byte, so tokens the server sends at
+    /// the end (the ones with saved capacity) arrive.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    linger: Duration,
+    /// Give up when the download takes longer.
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    timeout: Duration,
+    /// Trust this PEM certificate (e.g. certs/cert.pem).
+    #[arg(long)]
+    ca: Option<PathBuf>,
+    /// Do not verify the server's certificate.
+    #[arg(long)]
+    insecure: bool,
+    /// Write the client's qlog into this directory.
+    #[arg(long)]
+    qlog_dir: Option<PathBuf>,
+    /// Download this many times in a row, each presenting a token from the
+    /// previous one.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cr-client: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn resolve(server: &str) -> Result<SocketAddr, AppError> {
+    server
+        .to_socket_addrs()
+        .map_err(|e| AppError::io(format!("resolving `{server}` (expected host:port)"), e))?
+        .next()
+        .ok_or_else(|| AppError::Invalid(format!("`{server}` resolves to no address")))
+}
+
+fn default_name(server: &str) -> String {
+    let host = server
+        .rsplit_once(':')
+        .map_or(server, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    if host.parse::<IpAddr>().is_ok() || host.is_empty() {
+        "localhost".into()
+    } else {
+        host.into()
+    }
+}
+
+fn run(args: Args) -> Result<(), AppError> {
+    let options = ClientOptions {
+        server: resolve(&args.server)?,
+        server_name: args.name.unwrap_or_else(|| default_name(&args.server)),
+        size: args.size,
+        protocol: args.protocol,
+        token_file: (!args.no_token).then_some(args.token_file),
+        requested_capacity: args.requested_capacity,
+        linger: args.linger,
+        timeout: args.timeout,
+        ca: args.ca,
+        insecure: args.insecure,
+        qlog_dir: args.qlog_dir,
+    };
+    for _ in 0..args.repeat {
+        let report = download(&options)?;
+        println!("{report}");
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! `cr-relay`: a userspace UDP link emulator between clients and one server.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
+use cr_apps::units::{parse_bytes, parse_duration, parse_probability, parse_rate};
+use cr_apps::AppError;
+
+/// Forward UDP between clients and a server through an emulated path: a
+/// bottleneck rate, a drop-tail queue, a propagation delay and random
+/// loss, per direction.
+#[derive(Parser, Debug)]
+#[command(name = "cr-relay", version)]
+struct Args {
+    /// Address clients send to.
+    #[arg(long, default_value = "127.0.0.1:4434")]
+    listen: SocketAddr,
+    /// The server's address.
+    #[arg(long, default_value = "127.0.0.1:4433")]
+    server: SocketAddr,
+    /// Bottleneck rate of both directions (e.g. 20mbit).
+    #[arg(long, value_parser = parse_rate, default_value = "20mbit")]
+    rate: u64,
+    /// Rate client to server, instead of --rate.
+    #[arg(long, value_parser = parse_rate)]
+    rate_up: Option<u64>,
+    /// Rate server to client, instead of --rate.
+    #[arg(long, value_parser = parse_rate)]
+    rate_down: Option<u64>,
+    /// Round-trip propagation delay, split evenly between the directions.
+    #[arg(long, value_parser = parse_duration, default_value = "300ms")]
+    rtt: Duration,
+    /// Queue of each direction in bytes (default: one bandwidth-delay
+    /// product of that direction, at least 64 KiB).
+    #[arg(long, value_parser = parse_bytes)]
+    queue: Option<u64>,
+    /// Random loss of both directions (e.g. 1%).
+    #[arg(long, value_parser = parse_probability, default_value = "0")]
+    loss: f64,
+    /// Random loss client to server, instead of --loss.
+    #[arg(long, value_parser = parse_probability)]
+    loss_up: Option<f64>,
+    /// Random loss server to client, instead of --loss.
+    #[arg(long, value_parser = parse_probability)]
+    loss_down: Option<f64>,
+    /// Seed of the random losses.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print forwarding counters this often (0 never).
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    stats_every: Duration,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cr-relay: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn link(rate_bps: u64, rtt: Duration, queue: Option<u64>, loss: f64) -> LinkConfig {
+    let bdp = u64::try_from(u128::from(rate_bps) * rtt.as_micros() / 8_000_000).unwrap_or(u64::MAX);
+    LinkConfig {
+        rate_bps,
+        delay: rtt / 2,
+        queue_bytes: queue.unwrap_or(bdp.max(64 * 1024)),
+        loss,
+    }
+}
+
+fn run(args: Args) -> Result<(), AppError> {
+    let up = link(
+        args.rate_up.unwrap_or(args.rate),
+        args.rtt,
+        args.queue,
+        args.loss_up.unwrap_or(args.loss),
+    );
+    let down = link(
+        args.rate_down.unwrap_or(args.rate),
+        args.rtt,
+        args.queue,
+        args.loss_down.unwrap_or(args.loss),
+    );
+    let relay = Relay::bind(RelayOptions {
+        listen: args.listen,
+        server: args.server,
+        up,
+        down,
+        seed: args.seed,
+    })?;
+    eprintln!(
+        "cr-relay: {} -> {}; up {} bit/s, down {} bit/s, rtt {:?}, queues {}/{} B, loss {}/{}",
+        relay.local_addr(),
+        args.server,
+        up.rate_bps,
+        down.rate_bps,
+        args.rtt,
+        up.queue_bytes,
+        down.queue_bytes,
+        up.loss,
+        down.loss
+    );
+    let handle = RelayHandle::spawn(relay)?;
+    loop {
+        if args.stats_every.is_zero() {
+            std::thread::sleep(Duration::from_secs(3600));
+            continue;
+        }
+        std::thread::sleep(args.stats_every);
+        let (up, down) = handle.stats();
+        eprintln!(
+            "cr-relay: up {} forwarded, {} queue drops, {} lost; down {} forwarded, {} queue drops, {} lost",
+            up.forwarded, up.queue_drops, up.random_drops, down.forwarded, down.queue_drops, down.random_drops
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! `cr-server`: serves `GET /<bytes>` over HTTP/3 and hq-interop with
+//! Careful Resume; one log line per connection on standard output.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use clap::Parser;
+use cr_apps::keys::{load_key_ring, previous_key_path};
+use cr_apps::units::{parse_bytes, parse_duration};
+use cr_apps::{CongestionControl, Server, ServerOptions};
+
+/// Serve `GET /<bytes>` over HTTP/3 (h3) and hq-interop, resuming
+/// congestion state from the tokens clients bring back (Careful Resume).
+#[derive(Parser, Debug)]
+#[command(name = "cr-server", version)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0:4433")]
+    listen: SocketAddr,
+    /// Certificate chain (PEM).
+    #[arg(long, default_value = "certs/cert.pem")]
+    cert: PathBuf,
+    /// Private key (PEM).
+    #[arg(long, default_value = "certs/key.pem")]
+    key: PathBuf,
+    /// Token key file: `<id>:<64 hex digits>`, 64 hex digits or 32 raw
+    /// bytes; generated when absent. `<file>.prev`, when present, holds the
+    /// key retired by the last rotation, still accepted.
+    #[arg(long, default_value = "cr-server.key")]
+    token_key: PathBuf,
+    /// Rotate the token key before starting: the current key moves to
+    /// `<file>.prev` (tokens it sealed stay valid), a new one is generated.
+    #[arg(long)]
+    rotate: bool,
+    /// Write one qlog per connection into this directory.
+    #[arg(long)]
+    qlog_dir: Option<PathBuf>,
+    /// Congestion controller.
+    #[arg(long, value_enum, default_value_t = CongestionControl::Cubic)]
+    cc: CongestionControl,
+    /// Largest window Careful Resume may jump to (e.g. 4MiB).
+    #[arg(long, value_parser = parse_bytes)]
+    max_jump: Option<u64>,
+    /// Connection idle timeout.
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    idle_timeout: Duration,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cr-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), cr_apps::AppError> {
+    let (token_keys, loaded) = load_key_ring(&args.token_key, args.rotate)?;
+    let max_jump = args
+        .max_jump
+        .map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+    let mut server = Server::bind(ServerOptions {
+        listen: args.listen,
+        cert: args.cert,
+        key: args.key,
+        token_keys,
+        qlog_dir: args.qlog_dir,
+        cc: args.cc,
+        max_jump,
+        idle_timeout: args.idle_timeout,
+    })?;
+    eprintln!(
+        "cr-server: listening on {} (h3, hq-interop); token key {} id {}{}{}",
+        server.local_addr(),
+        args.token_key.display(),
+        loaded.current,
+        if loaded.generated { " (new)" } else { "" },
+        loaded.previous.map_or(String::new(), |id| format!(
+            ", previous key {} id {id}",
+            previous_key_path(&args.token_key).display()
+        )),
+    );
+    let stop = AtomicBool::new(false);
+    server.run(&stop, |report| println!("{report}"))
+}

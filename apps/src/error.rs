@@ -1,0 +1,63 @@
+//! The one error type of the programs: every failure names what was being
+//! done, so a command line user sees "reading key file x: ..." rather than
+//! a bare OS error.
+
+use std::fmt;
+use std::io;
+
+/// What can stop a server, client or relay.
+#[derive(Debug)]
+pub enum AppError {
+    /// An I/O operation failed; the string says which.
+    Io(String, io::Error),
+    /// quiche refused an operation.
+    Quic(quiche::Error),
+    /// quiche's HTTP/3 layer refused an operation.
+    Http3(quiche::h3::Error),
+    /// Setting up Careful Resume failed.
+    Endpoint(cr_endpoint::Error),
+    /// A setting or input is unusable; the string explains.
+    Invalid(String),
+    /// Something did not happen in time; the string says what.
+    Timeout(String),
+}
+
+impl AppError {
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, error: io::Error) -> AppError {
+        AppError::Io(context.into(), error)
+    }
+}
+
+impl fmt::Display for AppError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AppError::Io(context, e) => write!(f, "{context}: {e}"),
+            AppError::Quic(e) => write!(f, "QUIC: {e}"),
+            AppError::Http3(e) => write!(f, "HTTP/3: {e}"),
+            AppError::Endpoint(e) => write!(f, "Careful Resume setup: {e}"),
+            AppError::Invalid(why) => f.write_str(why),
+            AppError::Timeout(what) => write!(f, "timed out: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for AppError {}
+
+impl From<quiche::Error> for AppError {
+    fn from(e: quiche::Error) -> Self {
+        AppError::Quic(e)
+    }
+}
+
+impl From<quiche::h3::Error> for AppError {
+    fn from(e: quiche::h3::Error) -> Self {
+        AppError::Http3(e)
+    }
+}
+
+impl From<cr_endpoint::Error> for AppError {
+    fn from(e: cr_endpoint::Error) -> Self {
+        AppError::Endpoint(e)
+    }
+}

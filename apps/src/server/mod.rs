@@ -1,0 +1,276 @@
+//! `cr-server`: serves `GET /<bytes>` over HTTP/3 and hq-interop on one UDP
+//! socket, with Careful Resume driven by the tokens clients bring back.
+//!
+//! Single-threaded: one loop receives datagrams, routes them by destination
+//! connection ID, fires quiche's timers, runs the applications and releases
+//! packets at their pacing time. A client's token is validated when its
+//! first Initial arrives; a valid one marks the address validated (no
+//! Retry round trip) and, when it carries saved capacity, starts Careful
+//! Resume.
+
+mod handle;
+mod session;
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use cr_endpoint::ex_token::{KeyRing, MemoryGuard, Rng, SystemRng, TokenServer};
+use cr_endpoint::ResumeServer;
+
+use crate::app::Protocol;
+use crate::error::AppError;
+use crate::net::{recv_until, try_recv, Outbox, MAX_DATAGRAM, RECV_BUFFER};
+use crate::report::ConnectionReport;
+use crate::CongestionControl;
+
+pub use handle::ServerHandle;
+use session::Session;
+
+/// How long the loop sleeps at most, so a stop request is seen promptly.
+const MAX_WAIT: Duration = Duration::from_millis(50);
+
+/// Datagrams taken from the socket in one turn before serving the
+/// connections again.
+const RECV_BATCH: usize = 64;
+
+/// Saved sets remembered as in use (one user per set, RFC 9959).
+const GUARD_CAPACITY: usize = 100_000;
+
+/// Length of the connection IDs the server picks.
+const CID_LEN: usize = 16;
+
+/// Smallest datagram that may carry a client's first Initial (RFC 9000,
+/// Section 14.1); smaller ones never create state.
+const MIN_INITIAL: usize = 1200;
+
+/// Everything a server needs to start.
+pub struct ServerOptions {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Certificate chain (PEM).
+    pub cert: PathBuf,
+    /// Private key (PEM).
+    pub key: PathBuf,
+    /// The keys sealing and opening tokens.
+    pub token_keys: KeyRing,
+    /// Write one qlog per connection here.
+    pub qlog_dir: Option<PathBuf>,
+    /// The congestion controller.
+    pub cc: CongestionControl,
+    /// Cap on the window Careful Resume may jump to, in bytes.
+    pub max_jump: Option<usize>,
+    /// Idle timeout of connections.
+    pub idle_timeout: Duration,
+}
+
+/// A bound server, ready to run.
+pub struct Server {
+    socket: UdpSocket,
+    local: SocketAddr,
+    config: quiche::Config,
+    resume: ResumeServer,
+    qlog_dir: Option<PathBuf>,
+    /// Connection IDs (original and ours) to session number.
+    ids: HashMap<Vec<u8>, u64>,
+    sessions: HashMap<u64, Session>,
+    next_session: u64,
+    outbox: Outbox,
+    rng: SystemRng,
+}
+
+fn quiche_config(options: &ServerOptions) -> Result<quiche::Config, AppError> {
+    let path = |p: &Path| {
+        p.to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| AppError::Invalid(format!("path {} is not UTF-8", p.display())))
+    };
+    let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION)?;
+    config
+        .load_cert_chain_from_pem_file(&path(&options.cert)?)
+        .map_err(|e| AppError::Invalid(format!("certificate {}: {e}", options.cert.display())))?;
+    config
+        .load_priv_key_from_pem_file(&path(&options.key)?)
+        .map_err(|e| AppError::Invalid(format!("private key {}: {e}", options.key.display())))?;
+    config.set_application_protos(&[Protocol::H3.alpn(), Protocol::Hq.alpn()])?;
+    config.set_max_idle_timeout(options.idle_timeout.as_millis() as u64);
+    config.set_max_send_udp_payload_size(MAX_DATAGRAM);
+    config.set_max_recv_udp_payload_size(MAX_DATAGRAM);
+    // Requests are small; the credit only has to cover them.
+    config.set_initial_max_data(1024 * 1024);
+    config.set_initial_max_stream_data_bidi_remote(64 * 1024);
+    config.set_initial_max_stream_data_uni(64 * 1024);
+    config.set_initial_max_streams_bidi(100);
+    config.set_initial_max_streams_uni(16);
+    config.set_cc_algorithm(options.cc.algorithm());
+    config.set_disable_active_migration(true);
+    Ok(config)
+}
+
+impl Server {
+    /// Binds the socket and prepares TLS and tokens; fails with a readable
+    /// error on a bad certificate, key or address.
+    pub fn bind(options: ServerOptions) -> Result<Server, AppError> {
+        let mut config = quiche_config(&options)?;
+        let tokens = TokenServer::new(options.token_keys, SystemRng::new(), Default::default());
+        let resume_config = cr_endpoint::ServerConfig {
+            max_jump: options.max_jump,
+            ..Default::default()
+        };
+        let resume = ResumeServer::new(tokens, MemoryGuard::new(GUARD_CAPACITY), resume_config);
+        resume.configure(&mut config)?;
+        let socket = UdpSocket::bind(options.listen)
+            .map_err(|e| AppError::io(format!("binding {}", options.listen), e))?;
+        let local = socket
+            .local_addr()
+            .map_err(|e| AppError::io("reading the bound address", e))?;
+        Ok(Server {
+            socket,
+            local,
+            config,
+            resume,
+            qlog_dir: options.qlog_dir,
+            ids: HashMap::new(),
+            sessions: HashMap::new(),
+            next_session: 0,
+            outbox: Outbox::default(),
+            rng: SystemRng::new(),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Serves until `stop` is set, handing each ended connection's report
+    /// to `on_report`.
+    pub fn run(
+        &mut self,
+        stop: &AtomicBool,
+        mut on_report: impl FnMut(ConnectionReport),
+    ) -> Result<(), AppError> {
+        let mut buf = vec![0u8; RECV_BUFFER];
+        while !stop.load(Ordering::Relaxed) {
+            let deadline = self.next_deadline(Instant::now() + MAX_WAIT);
+            let mut received = recv_until(&self.socket, &mut buf, deadline)
+                .map_err(|e| AppError::io("receiving", e))?;
+            let mut batch = 0;
+            while let Some((len, from)) = received {
+                self.on_datagram(&mut buf[..len], from, Instant::now());
+                batch += 1;
+                received = if batch < RECV_BATCH {
+                    try_recv(&self.socket, &mut buf).map_err(|e| AppError::io("receiving", e))?
+                } else {
+                    None
+                };
+            }
+            let now = Instant::now();
+            for session in self.sessions.values_mut() {
+                if session.timeout_instant().is_some_and(|t| t <= now) {
+                    session.conn().on_timeout();
+                }
+                session.progress(&mut self.resume, &mut self.outbox, now);
+            }
+            self.outbox.flush(&self.socket, Instant::now());
+            self.reap(&mut on_report);
+        }
+        Ok(())
+    }
+
+    /// The earliest of `limit`, a connection timer and a pacing release.
+    fn next_deadline(&self, limit: Instant) -> Instant {
+        self.sessions
+            .values()
+            .filter_map(Session::timeout_instant)
+            .chain(self.outbox.next_release())
+            .fold(limit, Instant::min)
+    }
+
+    fn on_datagram(&mut self, datagram: &mut [u8], from: SocketAddr, now: Instant) {
+        let Ok(header) = quiche::Header::from_slice(datagram, quiche::MAX_CONN_ID_LEN) else {
+            return;
+        };
+        let number = match self.ids.get(header.dcid.as_ref()) {
+            Some(&number) => number,
+            None => match self.accept(&header, datagram.len(), from, now) {
+                Some(number) => number,
+                None => return,
+            },
+        };
+        if let Some(session) = self.sessions.get_mut(&number) {
+            let info = quiche::RecvInfo {
+                from,
+                to: self.local,
+            };
+            // A datagram quiche rejects is dropped; the connection carries on
+            // or, on a fatal error, closes and is reported.
+            let _ = session.conn().recv(datagram, info);
+        }
+    }
+
+    /// Starts a connection for a client's first Initial; answers unknown
+    /// versions with Version Negotiation.
+    fn accept(
+        &mut self,
+        header: &quiche::Header<'_>,
+        len: usize,
+        from: SocketAddr,
+        now: Instant,
+    ) -> Option<u64> {
+        if header.ty != quiche::Type::Initial || len < MIN_INITIAL {
+            return None;
+        }
+        if !quiche::version_is_supported(header.version) {
+            let mut out = [0u8; MAX_DATAGRAM];
+            if let Ok(written) = quiche::negotiate_version(&header.scid, &header.dcid, &mut out) {
+                self.outbox.push(now, from, &out[..written]);
+            }
+            return None;
+        }
+        let mut cid = [0u8; CID_LEN];
+        self.rng.fill(&mut cid).ok()?;
+        let scid = quiche::ConnectionId::from_ref(&cid);
+        let token = header.token.as_deref().unwrap_or_default();
+        let accepted = self
+            .resume
+            .accept(
+                &scid,
+                None,
+                self.local,
+                from,
+                token,
+                &mut self.config,
+                SystemTime::now(),
+            )
+            .ok()?;
+        let session = Session::new(accepted, !token.is_empty(), self.qlog_dir.as_deref(), now)
+            .map_err(|e| eprintln!("cr-server: {e}"))
+            .ok()?;
+        let number = self.next_session;
+        self.next_session += 1;
+        self.ids.insert(header.dcid.to_vec(), number);
+        self.ids.insert(cid.to_vec(), number);
+        self.sessions.insert(number, session);
+        Some(number)
+    }
+
+    /// Drops closed connections and reports them.
+    fn reap(&mut self, on_report: &mut impl FnMut(ConnectionReport)) {
+        let closed: Vec<u64> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.is_closed())
+            .map(|(&n, _)| n)
+            .collect();
+        let now = Instant::now();
+        for number in closed {
+            if let Some(session) = self.sessions.remove(&number) {
+                on_report(session.report(now));
+            }
+            self.ids.retain(|_, n| *n != number);
+        }
+    }
+}
