@@ -204,3 +204,27 @@ fn tokens_survive_a_lossy_path_and_resume_over_a_real_bottleneck() {
         report.connections[1].cr
     );
 }
+
+#[test]
+fn quiche_traces_read_back_with_every_phase_and_plot() {
+    let mut harness = Harness::new(Cc::CUBIC, RTT);
+    let (_, token) = first_connection(&mut harness);
+    let second = harness.download(opaque_client(Some(&token), 2), FIRST, |_| false);
+
+    let summary = second.trace.summary();
+    let visited: Vec<_> = summary.phases.iter().map(|p| p.phase.as_str()).collect();
+    assert_eq!(
+        visited,
+        ["reconnaissance", "unvalidated", "validating", "normal"]
+    );
+    let restored = summary.restored.expect("the saved set is in the trace");
+    let saved = second.server.resume.unwrap();
+    assert_eq!(restored.saved_congestion_window, saved.saved_cwnd);
+    assert_eq!(restored.saved_rtt, saved.saved_rtt.as_secs_f64() * 1000.0);
+    assert!(summary.max_congestion_window >= Some(saved.saved_cwnd / 2));
+
+    let svg = qlog_cr::render_svg(std::slice::from_ref(&second.trace)).expect("a plot");
+    for label in ["unvalidated", "validating", "congestion_window_limited"] {
+        assert!(svg.contains(label), "the plot names {label}");
+    }
+}
