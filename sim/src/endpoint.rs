@@ -20,6 +20,7 @@ use crate::choices::CongestionControl;
 use crate::clock::Now;
 use crate::error::SimError;
 use crate::link::MAX_DATAGRAM;
+use crate::qlog_capture::Keep;
 use crate::qlog_capture::QlogBuffer;
 
 /// The simulator's test certificate (name `quiche-cr.test`) and its key.
@@ -93,11 +94,11 @@ fn connection_id(seed: u64, flow: u64, counter: u64, server: bool) -> [u8; 16] {
     id
 }
 
-/// Attaches a qlog writer: the server's trace always (it carries the Careful
-/// Resume events), the client's when asked for.
-fn attach_qlog(conn: &mut quiche::Connection, qlog: &QlogBuffer, title: &str) {
+/// Attaches a qlog writer at level Extra, the level at which quiche writes
+/// Careful Resume phase changes; the buffer decides what it keeps.
+fn attach_qlog(conn: &mut quiche::Connection, qlog: &QlogBuffer, keep: Keep, title: &str) {
     conn.set_qlog_with_level(
-        Box::new(qlog.clone()),
+        Box::new(qlog.writer(keep)),
         title.to_string(),
         "cr-sim".to_string(),
         quiche::QlogLevel::Extra,
@@ -169,7 +170,9 @@ impl SimServer {
         })
     }
 
-    /// Accepts a new connection from the client's first Initial datagram.
+    /// Accepts a new connection from the client's first Initial datagram;
+    /// its qlog trace keeps what `keep` says (a report needs only the
+    /// Careful Resume events).
     ///
     /// Returns `None` when the datagram is not a long-header Initial that
     /// can start a connection (it is then ignored).
@@ -178,6 +181,7 @@ impl SimServer {
         datagram: &mut [u8],
         local: SocketAddr,
         peer: SocketAddr,
+        keep: Keep,
         now: &Now,
     ) -> Result<Option<ServerConnection>, SimError> {
         let Ok(header) = quiche::Header::from_slice(datagram, quiche::MAX_CONN_ID_LEN) else {
@@ -194,7 +198,7 @@ impl SimServer {
             self.resume
                 .accept(&scid, None, local, peer, token, &mut self.config, now.wall)?;
         let qlog = QlogBuffer::new();
-        attach_qlog(&mut accepted.conn, &qlog, "server");
+        attach_qlog(&mut accepted.conn, &qlog, keep, "server");
         Ok(Some(ServerConnection { accepted, qlog }))
     }
 
@@ -262,12 +266,12 @@ impl SimClient {
     }
 
     /// Opens a new connection, presenting a kept token unless the scenario
-    /// is a baseline.
+    /// is a baseline; `full_trace` records its complete qlog trace.
     pub fn connect(
         &mut self,
         local: SocketAddr,
         peer: SocketAddr,
-        keep_qlog: bool,
+        full_trace: bool,
         now: &Now,
     ) -> Result<ClientConnection, SimError> {
         let scid_bytes = connection_id(self.settings.seed, self.flow, self.connected, false);
@@ -279,9 +283,9 @@ impl SimClient {
         } else {
             quiche::connect(Some(SERVER_NAME), &scid, local, peer, &mut self.config)?
         };
-        let qlog = keep_qlog.then(QlogBuffer::new);
+        let qlog = full_trace.then(QlogBuffer::new);
         if let Some(q) = &qlog {
-            attach_qlog(&mut conn, q, "client");
+            attach_qlog(&mut conn, q, Keep::Everything, "client");
         }
         Ok(ClientConnection { conn, qlog })
     }

@@ -151,8 +151,9 @@ fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Run(args) => {
             let scenario = args.scenario();
-            let outcome =
-                run_session(&scenario, args.qlog_dir.is_some()).map_err(|e| e.to_string())?;
+            // Files and plots need complete traces; a report alone does not.
+            let full_traces = args.qlog_dir.is_some() || args.plot.is_some();
+            let outcome = run_session(&scenario, full_traces).map_err(|e| e.to_string())?;
             if let Some(dir) = &args.qlog_dir {
                 output::write_qlogs(&outcome, dir).map_err(|e| e.to_string())?;
             }

@@ -29,6 +29,7 @@ use crate::link::Fate;
 use crate::link::Link;
 use crate::link::SimTime;
 use crate::link::MAX_DATAGRAM;
+use crate::qlog_capture::Keep;
 use crate::qlog_capture::QlogBuffer;
 
 /// Application error code the client closes with once it has everything
@@ -218,7 +219,8 @@ pub struct ConnectionRecord {
     pub progress: crate::app::Progress,
     /// The server's counters, when it has a side.
     pub server_stats: Option<quiche::Stats>,
-    /// The server's qlog.
+    /// The server's qlog (its Careful Resume events only, unless the flow
+    /// keeps full traces).
     pub server_qlog: Option<QlogBuffer>,
     /// The client's qlog, when kept.
     pub client_qlog: Option<QlogBuffer>,
@@ -231,7 +233,9 @@ pub struct Flow {
     app: AppKind,
     client_ip: IpAddr,
     server_addr: SocketAddr,
-    keep_client_qlog: bool,
+    /// Whether both endpoints keep complete qlog traces; otherwise only the
+    /// server keeps its Careful Resume events.
+    full_traces: bool,
     generations: u64,
     pair: Option<ConnectionPair>,
 }
@@ -291,11 +295,14 @@ impl World {
         [&mut self.network.to_server, &mut self.network.to_client]
     }
 
-    /// Adds a flow; returns its number.
+    /// Adds a flow; returns its number. With `full_traces` both endpoints of
+    /// its connections keep complete qlog traces (for files and plots);
+    /// without, the server keeps only its Careful Resume events, all a
+    /// report reads.
     pub fn add_flow(
         &mut self,
         settings: EndpointSettings,
-        keep_client_qlog: bool,
+        full_traces: bool,
     ) -> Result<usize, SimError> {
         let index = self.flows.len();
         let flow = index as u64;
@@ -306,7 +313,7 @@ impl World {
             app: settings.app,
             client_ip: IpAddr::V4(Ipv4Addr::new(192, 0, 2, host)),
             server_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, host)), 443),
-            keep_client_qlog,
+            full_traces,
             generations: 0,
             pair: None,
         });
@@ -338,7 +345,7 @@ impl World {
         let client_addr = SocketAddr::new(f.client_ip, port);
         let client = f
             .client
-            .connect(client_addr, f.server_addr, f.keep_client_qlog, &now)?;
+            .connect(client_addr, f.server_addr, f.full_traces, &now)?;
         f.pair = Some(ConnectionPair {
             generation,
             client_addr,
@@ -544,9 +551,14 @@ impl World {
             return Ok(());
         };
         if pair.server.is_none() {
-            pair.server = f
-                .server
-                .accept(&mut bytes, f.server_addr, pair.client_addr, &now)?;
+            let keep = if f.full_traces {
+                Keep::Everything
+            } else {
+                Keep::CarefulResume
+            };
+            pair.server =
+                f.server
+                    .accept(&mut bytes, f.server_addr, pair.client_addr, keep, &now)?;
             if pair.server.is_some() {
                 pair.server_created_at = Some(now.sim);
             }
