@@ -31,7 +31,7 @@
 //! let token = hdr.token.as_deref().unwrap_or_default();
 //! let mut accepted = server.accept(&scid, None, local, peer, token, config, now)?;
 //! // ... recv / send / on_timeout on accepted.conn, and after each of them:
-//! server.on_progress(&mut accepted.conn, peer, std::time::SystemTime::now());
+//! server.on_progress(&mut accepted, std::time::SystemTime::now());
 //! # Ok(()) }
 //! ```
 
