@@ -266,8 +266,8 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
         .into_iter()
         .flatten()
         .fold(give_up, Instant::min);
-        let mut received = recv_until(&socket, &mut buf, deadline)
-            .map_err(|e| AppError::io("receiving", e))?;
+        let mut received =
+            recv_until(&socket, &mut buf, deadline).map_err(|e| AppError::io("receiving", e))?;
         while let Some((len, from)) = received {
             let info = quiche::RecvInfo { from, to: local };
             // Datagrams quiche rejects (stray, corrupt) are dropped.

@@ -108,7 +108,10 @@ fn read_key(path: &Path) -> Result<Option<KeyMaterial>, AppError> {
             .map(Some)
             .map_err(|why| AppError::Invalid(format!("key file {}: {why}", path.display()))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(AppError::io(format!("reading key file {}", path.display()), e)),
+        Err(e) => Err(AppError::io(
+            format!("reading key file {}", path.display()),
+            e,
+        )),
     }
 }
 
@@ -204,7 +207,10 @@ mod tests {
         let key = KeyMaterial::parse(format!("7:{hex}\n").as_bytes()).expect("id:hex");
         assert_eq!((key.id, key.bytes[1]), (7, 0x11));
         assert_eq!(KeyMaterial::parse(hex.as_bytes()).expect("hex").id, 0);
-        assert_eq!(KeyMaterial::parse(&[9u8; 32]).expect("raw").bytes, [9u8; 32]);
+        assert_eq!(
+            KeyMaterial::parse(&[9u8; 32]).expect("raw").bytes,
+            [9u8; 32]
+        );
         assert_eq!(KeyMaterial::parse(key.to_text().as_bytes()), Ok(key));
         assert!(KeyMaterial::parse(b"300:00").is_err());
         assert!(KeyMaterial::parse(b"abc").is_err());
@@ -216,7 +222,14 @@ mod tests {
         let dir = scratch_dir("rotate");
         let file = dir.join("token.key");
         let (_, first) = load_key_ring(&file, false).expect("generated");
-        assert_eq!(first, LoadedKeys { current: 0, previous: None, generated: true });
+        assert_eq!(
+            first,
+            LoadedKeys {
+                current: 0,
+                previous: None,
+                generated: true
+            }
+        );
         let (_, again) = load_key_ring(&file, false).expect("reloaded");
         assert!(!again.generated);
         let (_, rotated) = load_key_ring(&file, true).expect("rotated");

@@ -41,7 +41,11 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         "kib" => 1024.0,
         "mib" => 1024.0 * 1024.0,
         "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(format!("`{text}`: unknown size unit `{unit}` (B, KB, MiB, ...)")),
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown size unit `{unit}` (B, KB, MiB, ...)"
+            ))
+        }
     };
     scaled(value, scale, text)
 }
@@ -55,7 +59,11 @@ pub fn parse_rate(text: &str) -> Result<u64, String> {
         "kbit" | "kbps" => 1e3,
         "mbit" | "mbps" => 1e6,
         "gbit" | "gbps" => 1e9,
-        _ => return Err(format!("`{text}`: unknown rate unit `{unit}` (kbit, mbit, gbit)")),
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown rate unit `{unit}` (kbit, mbit, gbit)"
+            ))
+        }
     };
     match scaled(value, scale, text)? {
         0 => Err(format!("`{text}`: a rate must be more than zero")),
@@ -72,7 +80,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => 1e6,
         "" | "s" => 1e9,
         "m" | "min" => 60e9,
-        _ => return Err(format!("`{text}`: unknown time unit `{unit}` (us, ms, s, m)")),
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown time unit `{unit}` (us, ms, s, m)"
+            ))
+        }
     };
     Ok(Duration::from_nanos(scaled(value, nanos_per_unit, text)?))
 }

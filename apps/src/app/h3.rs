@@ -156,9 +156,7 @@ impl Client {
             ];
             match h3.send_request(conn, &headers, true) {
                 Ok(stream_id) => self.request = Some(stream_id),
-                Err(quiche::h3::Error::StreamBlocked | quiche::h3::Error::Done) => {
-                    return Ok(())
-                }
+                Err(quiche::h3::Error::StreamBlocked | quiche::h3::Error::Done) => return Ok(()),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -184,7 +182,9 @@ impl Client {
                 Ok((stream_id, quiche::h3::Event::Finished)) if Some(stream_id) == self.request => {
                     self.progress.finish(now);
                 }
-                Ok((stream_id, quiche::h3::Event::Reset(code))) if Some(stream_id) == self.request => {
+                Ok((stream_id, quiche::h3::Event::Reset(code)))
+                    if Some(stream_id) == self.request =>
+                {
                     return Err(AppError::Invalid(format!(
                         "the server reset the request (error {code})"
                     )));

@@ -11,7 +11,7 @@ use crate::error::AppError;
 
 /// Whether a stream id is bidirectional and opened by the client.
 fn is_client_bidi(stream_id: u64) -> bool {
-    stream_id % 4 == 0
+    stream_id.is_multiple_of(4)
 }
 
 /// The size a complete request line asks for (0 when unparseable).
@@ -41,12 +41,8 @@ impl Server {
         let mut buf = [0u8; 2048];
         let readable: Vec<u64> = conn.readable().collect();
         for stream_id in readable {
-            loop {
-                let (read, fin) = match conn.stream_recv(stream_id, &mut buf) {
-                    Ok(r) => r,
-                    // Done, or the peer reset the stream: nothing to read.
-                    Err(_) => break,
-                };
+            // Stops at Done, or when the peer reset the stream.
+            while let Ok((read, fin)) = conn.stream_recv(stream_id, &mut buf) {
                 if !is_client_bidi(stream_id) || self.answered.contains(&stream_id) {
                     continue;
                 }

@@ -190,7 +190,8 @@ impl Server {
     }
 
     fn on_datagram(&mut self, datagram: &mut [u8], from: SocketAddr, now: Instant) {
-        let Ok(header) = quiche::Header::from_slice(datagram, quiche::MAX_CONN_ID_LEN) else {
+        // Short headers do not say how long their connection ID is: ours are CID_LEN.
+        let Ok(header) = quiche::Header::from_slice(datagram, CID_LEN) else {
             return;
         };
         let number = match self.ids.get(header.dcid.as_ref()) {
