@@ -1,0 +1,123 @@
+//! The programs' library end to end on loopback, in a second or two of
+//! real time: both protocols, tokens kept in a file and presented, and the
+//! relay's delay showing in the handshake.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cr_apps::keys::KeyMaterial;
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
+use cr_apps::{
+    download, ClientOptions, CongestionControl, PresentedToken, Protocol, Server, ServerHandle,
+    ServerOptions,
+};
+use cr_endpoint::ex_token::{KeyRing, TokenKey};
+
+fn certs() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../certs")
+}
+
+fn server() -> ServerHandle {
+    let key = KeyMaterial::generate(3).expect("key");
+    let server = Server::bind(ServerOptions {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        cert: certs().join("cert.pem"),
+        key: certs().join("key.pem"),
+        token_keys: KeyRing::new(TokenKey::from_bytes(key.id, &key.bytes).expect("key")),
+        qlog_dir: None,
+        cc: CongestionControl::Cubic,
+        max_jump: None,
+        idle_timeout: Duration::from_secs(5),
+    })
+    .expect("server");
+    ServerHandle::spawn(server).expect("thread")
+}
+
+fn options(server: std::net::SocketAddr, protocol: Protocol, token_file: PathBuf) -> ClientOptions {
+    ClientOptions {
+        server,
+        server_name: "localhost".into(),
+        size: 100_000,
+        protocol,
+        token_file: Some(token_file),
+        requested_capacity: None,
+        linger: Duration::from_millis(100),
+        timeout: Duration::from_secs(10),
+        ca: Some(certs().join("cert.pem")),
+        insecure: false,
+        qlog_dir: None,
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cr-apps-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("tokens.json");
+    let _ = std::fs::remove_file(&file);
+    file
+}
+
+#[test]
+fn both_protocols_download_and_the_second_connection_presents_a_token() {
+    let server = server();
+    for protocol in [Protocol::H3, Protocol::Hq] {
+        let file = scratch(protocol.name());
+        let options = options(server.local_addr(), protocol, file.clone());
+        let first = download(&options).expect("first download");
+        assert_eq!(first.bytes, 100_000);
+        assert_eq!(first.presented, PresentedToken::None);
+        assert!(first.next_token.is_some(), "no token kept");
+        assert!(file.exists(), "token file not written");
+
+        let second = download(&options).expect("second download");
+        assert_eq!(second.bytes, 100_000);
+        assert!(second.presented.is_some(), "no token presented");
+        if protocol == Protocol::H3 {
+            assert_eq!(second.status, Some(200));
+        }
+
+        let mut reports: Vec<_> = (0..2)
+            .map(|_| server.next_report(Duration::from_secs(5)).expect("report"))
+            .collect();
+        reports.sort_by_key(|r| r.token_presented);
+        assert_eq!(reports[0].protocol, Some(protocol));
+        assert!(!reports[0].address_validated);
+        assert!(reports[1].token_presented && reports[1].address_validated);
+        assert!(reports
+            .iter()
+            .all(|r| r.body_bytes == 100_000 && r.completion.is_some()));
+        let line = reports[1].to_string();
+        assert!(line.contains("token=valid"), "{line}");
+    }
+    server.stop().expect("clean stop");
+}
+
+#[test]
+fn the_relay_delays_both_directions() {
+    let server = server();
+    let link = LinkConfig {
+        rate_bps: 100_000_000,
+        delay: Duration::from_millis(50),
+        queue_bytes: 1 << 20,
+        loss: 0.0,
+    };
+    let relay = RelayHandle::spawn(
+        Relay::bind(RelayOptions {
+            listen: "127.0.0.1:0".parse().expect("address"),
+            server: server.local_addr(),
+            up: link,
+            down: link,
+            seed: 1,
+        })
+        .expect("relay"),
+    )
+    .expect("relay threads");
+    let mut options = options(relay.local_addr(), Protocol::Hq, scratch("relay"));
+    options.token_file = None;
+    let report = download(&options).expect("download");
+    assert!(report.handshake >= Duration::from_millis(100), "{report}");
+    assert!(report.first_byte >= Duration::from_millis(200), "{report}");
+    let (up, down) = relay.stats();
+    assert!(up.forwarded > 0 && down.forwarded > 70, "{up:?} {down:?}");
+    assert_eq!(up.queue_drops + down.queue_drops, 0);
+}
