@@ -23,14 +23,12 @@
 //! # Determinism
 //!
 //! The link draws from its own seeded generator ([`rng`]), connection IDs
-//! derive from the seed, GREASE is off, the server's certificate is RSA (an
-//! ECDSA signature's length varies), and simulation time is exact
-//! nanoseconds. One source of variation remains outside the simulator:
-//! quiche skips a packet number chosen with BoringSSL's generator, which
-//! changes ACK frame sizes by a few bytes and so timings by microseconds.
-//! Loss-free runs of one seed agree to well under a millisecond; runs with
-//! losses can diverge further. Bit-for-bit reports need quiche's own
-//! randomness to be seedable under the `virtual-clock` feature.
+//! and token keys derive from the seed, quiche's own random draws (the
+//! packet number it skips) come from `quiche::seeded_random` seeded per
+//! session, GREASE is off, the server's certificate is RSA (an ECDSA
+//! signature's length varies), and simulation time is exact nanoseconds:
+//! a seed fixes every report bit for bit. (A qlog header's
+//! `wall_clock_time` is quiche's real clock and still differs.)
 //!
 //! # JSON schema of `cr-sim run --json` (stable)
 //!
@@ -65,7 +63,13 @@
 //!     }, ...
 //!   ],
 //!   "speedup": f64|null,         // first completion / second completion
-//!   "competing": null | {"before_mbps": f64, "during_mbps": f64, "kept": f64|null}
+//!   "competing": null | {        // the long download sharing the link
+//!     "before_mbps": f64,        // before the second connection (as long as it)
+//!     "during_mbps": f64,        // while the second connection ran
+//!     "kept": f64|null,          // during / before
+//!     "through_jump_mbps": f64|null, // from the jump until CR ended (null: no jump)
+//!     "kept_through_jump": f64|null  // through_jump / before
+//!   }
 //! }
 //! ```
 //!

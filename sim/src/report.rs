@@ -211,6 +211,11 @@ pub struct CompetingReport {
     pub during_mbps: f64,
     /// `during_mbps / before_mbps`.
     pub kept: Option<f64>,
+    /// Mbit/s from the second connection's jump until Careful Resume ended;
+    /// `null` when it did not jump.
+    pub through_jump_mbps: Option<f64>,
+    /// `through_jump_mbps / before_mbps`.
+    pub kept_through_jump: Option<f64>,
 }
 
 /// The results of a session: the JSON document of `cr-sim run --json`.
@@ -248,6 +253,11 @@ impl Report {
                 before_mbps: round3(c.before_bps / 1e6),
                 during_mbps: round3(c.during_bps / 1e6),
                 kept: (c.before_bps > 0.0).then(|| round3(c.during_bps / c.before_bps)),
+                through_jump_mbps: c.through_jump_bps.map(|b| round3(b / 1e6)),
+                kept_through_jump: c
+                    .through_jump_bps
+                    .filter(|_| c.before_bps > 0.0)
+                    .map(|b| round3(b / c.before_bps)),
             }),
         }
     }

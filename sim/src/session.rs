@@ -12,6 +12,8 @@ use crate::link::SimTime;
 use crate::rng::Rng;
 use crate::scenario::Scenario;
 use crate::units::Rate;
+use qlog_cr::Phase;
+
 use crate::world::ConnectionRecord;
 use crate::world::Flow;
 use crate::world::World;
@@ -31,6 +33,9 @@ pub struct CompetingThroughput {
     pub before_bps: f64,
     /// Bits per second while the second connection ran.
     pub during_bps: f64,
+    /// Bits per second through the second connection's jump: from entering
+    /// Unvalidated until Careful Resume ends (Normal), when it jumped.
+    pub through_jump_bps: Option<f64>,
 }
 
 /// Everything a session produced.
@@ -86,6 +91,22 @@ fn switch_path(world: &mut World, scenario: &Scenario) {
         link.reconfigure(settings.clone());
         link.start_epoch(now);
     }
+}
+
+/// When the second connection's jump began and when Careful Resume ended
+/// (the first change to Normal after it), from its server's qlog.
+fn jump_span(record: &ConnectionRecord) -> Option<(SimTime, SimTime)> {
+    let trace = record.server_qlog.as_ref()?.trace("server")?;
+    let created = record.server_created_at?;
+    let at = |ms: f64| created + Duration::from_secs_f64(ms / 1000.0);
+    let changes = &trace.phase_changes;
+    let jump = changes
+        .iter()
+        .position(|c| c.update.new == Phase::Unvalidated)?;
+    let end = changes[jump..]
+        .iter()
+        .find(|c| c.update.new == Phase::Normal)?;
+    Some((at(changes[jump].time_ms), at(end.time_ms)))
 }
 
 /// Runs until flow `flow`'s current download is complete.
@@ -168,6 +189,7 @@ fn run_in(
             CompetingThroughput {
                 before_bps: throughput(bytes, before_from, second_start),
                 during_bps: throughput(bytes, second_start, second_done),
+                through_jump_bps: jump_span(&second).map(|(from, to)| throughput(bytes, from, to)),
             }
         });
     Ok(SessionOutcome {
