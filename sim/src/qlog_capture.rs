@@ -6,7 +6,7 @@
 //! where it also logs every packet. A report needs the phase changes alone,
 //! so a writer can keep just those records ([`Keep::CarefulResume`]):
 //! storing and re-parsing every packet event cost a 10 MiB session about a
-//! quarter of its wall time. Files and plots keep everything
+//! fifth of its CPU time. Files and plots keep everything
 //! ([`Keep::Everything`]).
 
 use std::io;

@@ -58,8 +58,13 @@ pub fn cr_summary(c: &ConnectionReport) -> String {
         c.cr.jump_cwnd
             .map_or(String::new(), |w| format!(" to {} kB", w / 1000));
     let end = c.cr.final_phase.unwrap_or("-");
+    let retreat = if c.cr.phases.iter().any(|p| p.to == "safe_retreat") {
+        ", retreated"
+    } else {
+        ""
+    };
     if c.cr.engaged {
-        format!("jumped{jump}, ended {end}")
+        format!("jumped{jump}{retreat}, ended {end}")
     } else {
         format!("no jump, ended {end}")
     }
@@ -146,5 +151,42 @@ mod tests {
             ],
         );
         assert_eq!(table, "name    value\na           1\nlonger     22\n");
+    }
+
+    #[test]
+    fn cr_summary_names_the_jump_and_a_retreat() {
+        use crate::report::{CrReport, PhaseChangeReport};
+        let change = |to| PhaseChangeReport {
+            t_s: 1.0,
+            from: None,
+            to,
+            trigger: None,
+        };
+        let connection = |phases: Vec<PhaseChangeReport>| ConnectionReport {
+            completion_s: None,
+            ttfb_s: None,
+            goodput_mbps: None,
+            packets_sent: 0,
+            packets_lost: 0,
+            limit_s: 1.0,
+            ratio_to_limit: None,
+            cr: CrReport {
+                engaged: true,
+                jump_cwnd: Some(1_329_697),
+                final_phase: phases.last().map(|p| p.to),
+                phases,
+            },
+        };
+        let retreated = connection(vec![
+            change("unvalidated"),
+            change("safe_retreat"),
+            change("normal"),
+        ]);
+        assert_eq!(
+            cr_summary(&retreated),
+            "jumped to 1329 kB, retreated, ended normal"
+        );
+        let validated = connection(vec![change("unvalidated"), change("normal")]);
+        assert_eq!(cr_summary(&validated), "jumped to 1329 kB, ended normal");
     }
 }
