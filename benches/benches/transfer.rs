@@ -15,23 +15,9 @@ use quiche::test_utils::{emit_flight, process_flight, Pipe};
 
 const TRANSFER: usize = 2 * 1024 * 1024;
 const ONE_WAY: Duration = Duration::from_millis(5);
-const CERT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../certs/cert.pem");
-const KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../certs/key.pem");
 
 fn config(is_server: bool) -> quiche::Config {
-    let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
-    if is_server {
-        config.load_cert_chain_from_pem_file(CERT).unwrap();
-        config.load_priv_key_from_pem_file(KEY).unwrap();
-    }
-    config.verify_peer(false);
-    config.set_application_protos(&[b"bench"]).unwrap();
-    config.set_initial_max_data(64 << 20);
-    config.set_initial_max_stream_data_bidi_local(64 << 20);
-    config.set_initial_max_stream_data_bidi_remote(64 << 20);
-    config.set_initial_max_streams_bidi(10);
-    config.set_cc_algorithm(quiche::CongestionControlAlgorithm::CUBIC);
-    config
+    quiche_cr_tests::config(is_server, quiche::CongestionControlAlgorithm::CUBIC)
 }
 
 /// One flight each way, each arriving one one-way delay after it was sent.

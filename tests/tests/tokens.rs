@@ -5,23 +5,8 @@ use std::time::{Duration, Instant};
 
 use quiche::test_utils::{emit_flight, Pipe};
 
-const CERT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../certs/cert.pem");
-const KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../certs/key.pem");
-
 fn config(is_server: bool) -> quiche::Config {
-    let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
-    if is_server {
-        config.load_cert_chain_from_pem_file(CERT).unwrap();
-        config.load_priv_key_from_pem_file(KEY).unwrap();
-    }
-    config.verify_peer(false);
-    config.set_application_protos(&[b"hq-interop"]).unwrap();
-    config.set_initial_max_data(100_000);
-    config.set_initial_max_stream_data_bidi_local(100_000);
-    config.set_initial_max_stream_data_bidi_remote(100_000);
-    config.set_initial_max_streams_bidi(10);
-    config.set_max_idle_timeout(30_000);
-    config
+    quiche_cr_tests::config(is_server, quiche::CongestionControlAlgorithm::CUBIC)
 }
 
 fn pipe(client: &mut quiche::Config, server: &mut quiche::Config) -> Pipe {
