@@ -36,7 +36,8 @@ pub fn server_traces(outcome: &SessionOutcome, label: &str) -> Vec<Trace> {
         .filter_map(|(index, record)| {
             let mut trace = record.server_qlog.as_ref()?.trace("server")?;
             let which = if index == 0 { "first" } else { "second" };
-            trace.name = format!("{label}{which} connection (server)");
+            // qlog-cr's caption adds the vantage point, "(server)".
+            trace.name = format!("{label}{which} connection");
             Some(trace)
         })
         .collect()
