@@ -158,14 +158,11 @@ fn same_seed_same_report() {
 }
 
 /// Wall time of the performance case: 10 MiB at 10 Mbit/s and
-/// 600 ms (target: under 1 s per connection, release build). Measured: about
-/// 1.55 s of CPU per connection, three quarters of it in quiche's
-/// `SendBuf::emit`, which after each retransmission walks every
-/// sent-but-unacknowledged 4 KiB buffer once per buffer (quadratic in the
-/// window) before it finds unsent data. With that walk made linear in
-/// quiche (a patch the simulator cannot make) a connection takes about
-/// 0.33 s. The bound is generous (the test shares two cores with the rest
-/// of the suite) so that a regression in the simulator itself still shows.
+/// 600 ms, both connections of the session (target: under 1 s, release
+/// build). Measured: 0.70 s for the session once quiche patch 0011 made
+/// `SendBuf::emit` linear after retransmissions (3.1 s before it). The bound
+/// leaves room for a loaded machine (the test shares two cores with the rest
+/// of the suite) while still catching a return of the quadratic walk.
 #[test]
 #[cfg_attr(
     debug_assertions,
@@ -179,10 +176,10 @@ fn ten_mib_geo_session_simulates_in_bounded_wall_time() {
     };
     let started = Instant::now();
     let r = report(&scenario);
-    let per_connection = started.elapsed() / 2;
+    let session = started.elapsed();
     assert!(completion(&r, 0) > 10.0);
     assert!(
-        per_connection < Duration::from_secs(3),
-        "one 10 MiB connection took {per_connection:?} of wall time"
+        session < Duration::from_secs(2),
+        "the 10 MiB session took {session:?} of wall time"
     );
 }
