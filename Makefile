@@ -4,7 +4,7 @@ CARGO ?= cargo
 FORK := quiche/fork.sh
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup quiche quiche-export quiche-check quiche-tooling-test quiche-test build fmt fmt-check clippy \
+.PHONY: all setup quiche quiche-export quiche-check quiche-tooling-test quiche-test sim-guards build fmt fmt-check clippy \
         test test-workspace bench demo fuzz fuzz-build
 
 all: build
@@ -48,8 +48,12 @@ clippy: setup quiche
 test-workspace: setup quiche
 	$(CARGO) test --workspace
 
+## sim-guards: the simulator's release-only guards (the whole suite against its baselines, wall time)
+sim-guards: setup quiche
+	$(CARGO) test --release -p cr-sim --test targets --test session
+
 ## test: formatting, lints, all workspace tests, the fork check and upstream's suite
-test: fmt-check clippy test-workspace quiche-check quiche-tooling-test quiche-test
+test: fmt-check clippy test-workspace sim-guards quiche-check quiche-tooling-test quiche-test
 
 ## bench: criterion benchmarks (results in target/criterion)
 bench: setup quiche
