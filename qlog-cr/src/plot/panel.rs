@@ -75,7 +75,7 @@ fn caption(trace: &Trace) -> String {
         .as_deref()
         .map_or(String::new(), |v| format!(" ({v})"));
     let done = trace.completion_ms.map_or(String::new(), |c| {
-        format!(", data done at {:.2} s", c / 1000.0)
+        format!(", data done {:.2} s into the trace", c / 1000.0)
     });
     format!(
         "{}{side}{done}, {} packets lost",

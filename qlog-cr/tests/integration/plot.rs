@@ -17,8 +17,8 @@ fn panels_carry_titles_axes_legend_and_triggers() {
     assert!(svg.starts_with("<svg"));
     assert!(svg.contains(r#"width="1200" height="840""#));
     for text in [
-        "first connection (no saved state) (server), data done at 4.42 s, 0 packets lost",
-        "resumed connection (saved window 600 kB, path shrank) (server), data done at 6.72 s, 66 packets lost",
+        "first connection (no saved state) (server), data done 4.42 s into the trace, 0 packets lost",
+        "resumed connection (saved window 600 kB, path shrank) (server), data done 6.72 s into the trace, 66 packets lost",
         "time since the trace started (s)",
         "bytes (kB = 1000 B)",
         "congestion window",
