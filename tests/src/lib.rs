@@ -136,7 +136,7 @@ impl Harness {
         let server_addr: SocketAddr = SERVER.parse().expect("address");
         let start = self.now;
         quiche::clock::set(self.now);
-        let qlog = SharedBuffer::default();
+        let qlog = QlogSink::default();
         let mut server: Option<Accepted> = None;
         let body = vec![0x42; size];
         let (mut requested, mut written, mut received) = (false, 0, 0);
@@ -176,12 +176,7 @@ impl Harness {
                             self.wall,
                         )
                         .expect("accept");
-                    accepted.conn.set_qlog_with_level(
-                        Box::new(qlog.clone()),
-                        "server".into(),
-                        "harness".into(),
-                        quiche::QlogLevel::Extra,
-                    );
+                    qlog.attach(&mut accepted.conn, "server");
                     accepted
                 });
                 let info = quiche::RecvInfo {
@@ -231,13 +226,7 @@ impl Harness {
         }
 
         let server = server.expect("the server accepted");
-        let bytes = qlog
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let trace =
-            qlog_cr::Trace::from_reader(bytes.as_slice(), "server").expect("a readable qlog");
+        let trace = qlog.trace("server");
         Download {
             client,
             server,
@@ -269,11 +258,34 @@ fn drain(conn: &mut quiche::Connection) -> Vec<Vec<u8>> {
     out
 }
 
-/// A qlog sink the test can read after quiche is done writing.
+/// A qlog sink a test can read back while or after quiche writes to it.
 #[derive(Clone, Default)]
-struct SharedBuffer(Arc<Mutex<Vec<u8>>>);
+pub struct QlogSink(Arc<Mutex<Vec<u8>>>);
 
-impl io::Write for SharedBuffer {
+impl QlogSink {
+    /// Makes `conn` write its qlog here, at level Extra so Careful Resume's
+    /// events are included.
+    pub fn attach(&self, conn: &mut quiche::Connection, title: &str) {
+        conn.set_qlog_with_level(
+            Box::new(self.clone()),
+            title.into(),
+            "quiche-cr tests".into(),
+            quiche::QlogLevel::Extra,
+        );
+    }
+
+    /// What was written so far, read back with qlog-cr.
+    pub fn trace(&self, name: &str) -> qlog_cr::Trace {
+        let bytes = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        qlog_cr::Trace::from_reader(bytes.as_slice(), name).expect("a readable qlog")
+    }
+}
+
+impl io::Write for QlogSink {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.0
             .lock()

@@ -228,3 +228,116 @@ fn quiche_traces_read_back_with_every_phase_and_plot() {
         assert!(svg.contains(label), "the plot names {label}");
     }
 }
+
+/// One round trip over `pipe`, each way one `one_way` long; the server
+/// writes `body` as its window allows, one packet at a time (a jump opens the
+/// window on a packet sent). Returns the server's flight undelivered when
+/// `keep` says so for the server connection once the flight is built.
+fn round_trip(
+    pipe: &mut quiche::test_utils::Pipe,
+    now: &mut std::time::Instant,
+    one_way: Duration,
+    body: &[u8],
+    written: &mut usize,
+    keep: impl Fn(&quiche::Connection) -> bool,
+) -> bool {
+    use quiche::test_utils::{emit_flight, process_flight};
+
+    let to_server = emit_flight(&mut pipe.client);
+    *now += one_way;
+    quiche::clock::set(*now);
+    if let Ok(flight) = to_server {
+        process_flight(&mut pipe.server, flight).expect("server receives");
+    }
+    let mut to_client = Vec::new();
+    let mut buf = [0; 1500];
+    loop {
+        if pipe.server.is_established() {
+            *written += pipe
+                .server
+                .stream_send(0, &body[*written..], true)
+                .unwrap_or(0);
+        }
+        let Ok((len, info)) = pipe.server.send(&mut buf) else {
+            break;
+        };
+        to_client.push((buf[..len].to_vec(), info));
+    }
+    *now += one_way;
+    quiche::clock::set(*now);
+    if keep(&pipe.server) {
+        return true;
+    }
+    if !to_client.is_empty() {
+        process_flight(&mut pipe.client, to_client).expect("client receives");
+    }
+    false
+}
+
+#[test]
+fn a_migration_during_the_jump_is_a_path_change() {
+    use quiche::test_utils::{create_cid_and_reset_token, emit_flight, process_flight, Pipe};
+
+    let rtt = Duration::from_millis(20);
+    let mut now = std::time::Instant::now() + Duration::from_secs(86_400);
+    quiche::clock::set(now);
+    let mut client_config = quiche_cr_tests::config(false, Cc::CUBIC);
+    let mut server_config = quiche_cr_tests::config(true, Cc::CUBIC);
+    for config in [&mut client_config, &mut server_config] {
+        config.set_active_connection_id_limit(3);
+    }
+    let mut pipe = Pipe::with_client_and_server_config(&mut client_config, &mut server_config)
+        .expect("a pipe");
+    let saved = quiche::careful_resume::SavedState { cwnd: 4 << 20, rtt };
+    pipe.server.setup_careful_resume(saved).expect("resume");
+    let qlog = quiche_cr_tests::QlogSink::default();
+    qlog.attach(&mut pipe.server, "server");
+
+    let body = vec![0; 4 << 20];
+    let mut written = 0;
+    let never = |_: &quiche::Connection| false;
+    while !pipe.client.is_established() || !pipe.server.is_established() {
+        round_trip(&mut pipe, &mut now, rtt / 2, &body, &mut written, never);
+    }
+    // Spare connection IDs, so the client can move.
+    for _ in 0..2 {
+        let (cid, token) = create_cid_and_reset_token(16);
+        pipe.client.new_scid(&cid, token, true).expect("client CID");
+        let (cid, token) = create_cid_and_reset_token(16);
+        pipe.server.new_scid(&cid, token, true).expect("server CID");
+    }
+    round_trip(&mut pipe, &mut now, rtt / 2, &body, &mut written, never);
+    pipe.client.stream_send(0, b"GET", true).expect("request");
+
+    // Round trips until the server's flight carries the jump; the network
+    // loses that flight, so nothing of the jump is acknowledged yet.
+    let jumped = |server: &quiche::Connection| {
+        server.careful_resume().expect("resuming").phase() != Phase::Reconnaissance
+    };
+    while !round_trip(&mut pipe, &mut now, rtt / 2, &body, &mut written, jumped) {}
+    let phase = pipe.server.careful_resume().expect("resuming").phase();
+    assert_eq!(phase, Phase::Validating, "the whole jump left at once");
+
+    // The client moves to a new address; its first packets from there are
+    // the server's first sign of it.
+    let new_address = "192.0.2.99:5678".parse().expect("address");
+    pipe.client
+        .migrate(new_address, Pipe::server_addr())
+        .expect("migration");
+    pipe.client.stream_send(4, b"moved", true).expect("data");
+    let to_server = emit_flight(&mut pipe.client).expect("a flight");
+    now += rtt / 2;
+    quiche::clock::set(now);
+    process_flight(&mut pipe.server, to_server).expect("server receives");
+    // The server answers (qlog records phase changes as it sends).
+    emit_flight(&mut pipe.server).expect("the server answers");
+    quiche::clock::unset();
+
+    let trace = qlog.trace("server");
+    let last = trace.phase_changes.last().expect("phase changes").update;
+    assert_eq!(last.old, Some(qlog_cr::Phase::Validating));
+    assert_eq!(last.new, qlog_cr::Phase::SafeRetreat);
+    assert_eq!(last.trigger, Some(qlog_cr::Trigger::PathChanged));
+    // The new path starts without the saved set.
+    assert!(pipe.server.careful_resume().is_none());
+}
