@@ -341,3 +341,56 @@ fn a_migration_during_the_jump_is_a_path_change() {
     // The new path starts without the saved set.
     assert!(pipe.server.careful_resume().is_none());
 }
+
+#[test]
+fn persistent_congestion_during_the_jump_ends_careful_resume() {
+    use quiche::test_utils::{emit_flight, Pipe};
+
+    let rtt = Duration::from_millis(20);
+    let mut now = std::time::Instant::now() + Duration::from_secs(86_400);
+    quiche::clock::set(now);
+    let mut client_config = quiche_cr_tests::config(false, Cc::CUBIC);
+    let mut server_config = quiche_cr_tests::config(true, Cc::CUBIC);
+    let mut pipe = Pipe::with_client_and_server_config(&mut client_config, &mut server_config)
+        .expect("a pipe");
+    let saved = quiche::careful_resume::SavedState { cwnd: 4 << 20, rtt };
+    pipe.server.setup_careful_resume(saved).expect("resume");
+    let qlog = quiche_cr_tests::QlogSink::default();
+    qlog.attach(&mut pipe.server, "server");
+
+    let body = vec![0; 4 << 20];
+    let mut written = 0;
+    while !pipe.client.is_established() || !pipe.server.is_established() {
+        round_trip(&mut pipe, &mut now, rtt / 2, &body, &mut written, |_| false);
+    }
+    pipe.client.stream_send(0, b"GET", true).expect("request");
+    let jumped = |server: &quiche::Connection| {
+        server.careful_resume().expect("resuming").phase() != Phase::Reconnaissance
+    };
+    while !round_trip(&mut pipe, &mut now, rtt / 2, &body, &mut written, jumped) {}
+
+    // The path goes dark: the jump and every probe after it are lost, and
+    // the probe timer fires twice with no ACK in between.
+    for _ in 0..2 {
+        now = pipe.server.timeout_instant().expect("a probe timer");
+        quiche::clock::set(now);
+        pipe.server.on_timeout();
+        emit_flight(&mut pipe.server).expect("probes, which are lost");
+    }
+    quiche::clock::unset();
+
+    let resume = pipe.server.careful_resume().expect("resuming");
+    assert_eq!(resume.phase(), Phase::Normal);
+    assert!(
+        resume.saved_set_consumed(),
+        "a failed jump discredits the saved set"
+    );
+    let last = qlog
+        .trace("server")
+        .phase_changes
+        .last()
+        .expect("changes")
+        .update;
+    assert_eq!(last.old, Some(qlog_cr::Phase::Validating));
+    assert_eq!(last.trigger, Some(qlog_cr::Trigger::PacketLoss));
+}
