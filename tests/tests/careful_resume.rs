@@ -274,25 +274,59 @@ fn round_trip(
     false
 }
 
-#[test]
-fn a_migration_during_the_jump_is_a_path_change() {
-    use quiche::test_utils::{create_cid_and_reset_token, emit_flight, process_flight, Pipe};
-
-    let rtt = Duration::from_millis(20);
-    let mut now = std::time::Instant::now() + Duration::from_secs(86_400);
+/// A client and a server on the virtual clock whose server resumes from a
+/// saved set matching the path's `PIPE_RTT`, its qlog kept; clients may
+/// migrate (spare connection IDs allowed).
+fn resuming_pipe() -> (
+    quiche::test_utils::Pipe,
+    quiche_cr_tests::QlogSink,
+    std::time::Instant,
+) {
+    let now = std::time::Instant::now() + Duration::from_secs(86_400);
     quiche::clock::set(now);
     let mut client_config = quiche_cr_tests::config(false, Cc::CUBIC);
     let mut server_config = quiche_cr_tests::config(true, Cc::CUBIC);
     for config in [&mut client_config, &mut server_config] {
         config.set_active_connection_id_limit(3);
     }
-    let mut pipe = Pipe::with_client_and_server_config(&mut client_config, &mut server_config)
-        .expect("a pipe");
-    let saved = quiche::careful_resume::SavedState { cwnd: 4 << 20, rtt };
+    let mut pipe = quiche::test_utils::Pipe::with_client_and_server_config(
+        &mut client_config,
+        &mut server_config,
+    )
+    .expect("a pipe");
+    let saved = quiche::careful_resume::SavedState {
+        cwnd: 4 << 20,
+        rtt: PIPE_RTT,
+    };
     pipe.server.setup_careful_resume(saved).expect("resume");
     let qlog = quiche_cr_tests::QlogSink::default();
     qlog.attach(&mut pipe.server, "server");
+    (pipe, qlog, now)
+}
 
+/// Round trips until the server's flight carries the jump, which the
+/// network then loses: nothing of the jump is acknowledged yet.
+fn lose_the_jump(
+    pipe: &mut quiche::test_utils::Pipe,
+    now: &mut std::time::Instant,
+    body: &[u8],
+    written: &mut usize,
+) {
+    let jumped = |server: &quiche::Connection| {
+        server.careful_resume().expect("resuming").phase() != Phase::Reconnaissance
+    };
+    while !round_trip(pipe, now, PIPE_RTT / 2, body, written, jumped) {}
+}
+
+/// Round-trip time of the in-memory pipes.
+const PIPE_RTT: Duration = Duration::from_millis(20);
+
+#[test]
+fn a_migration_during_the_jump_is_a_path_change() {
+    use quiche::test_utils::{create_cid_and_reset_token, emit_flight, process_flight, Pipe};
+
+    let rtt = PIPE_RTT;
+    let (mut pipe, qlog, mut now) = resuming_pipe();
     let body = vec![0; 4 << 20];
     let mut written = 0;
     let never = |_: &quiche::Connection| false;
@@ -309,12 +343,7 @@ fn a_migration_during_the_jump_is_a_path_change() {
     round_trip(&mut pipe, &mut now, rtt / 2, &body, &mut written, never);
     pipe.client.stream_send(0, b"GET", true).expect("request");
 
-    // Round trips until the server's flight carries the jump; the network
-    // loses that flight, so nothing of the jump is acknowledged yet.
-    let jumped = |server: &quiche::Connection| {
-        server.careful_resume().expect("resuming").phase() != Phase::Reconnaissance
-    };
-    while !round_trip(&mut pipe, &mut now, rtt / 2, &body, &mut written, jumped) {}
+    lose_the_jump(&mut pipe, &mut now, &body, &mut written);
     let phase = pipe.server.careful_resume().expect("resuming").phase();
     assert_eq!(phase, Phase::Validating, "the whole jump left at once");
 
@@ -344,19 +373,10 @@ fn a_migration_during_the_jump_is_a_path_change() {
 
 #[test]
 fn persistent_congestion_during_the_jump_ends_careful_resume() {
-    use quiche::test_utils::{emit_flight, Pipe};
+    use quiche::test_utils::emit_flight;
 
-    let rtt = Duration::from_millis(20);
-    let mut now = std::time::Instant::now() + Duration::from_secs(86_400);
-    quiche::clock::set(now);
-    let mut client_config = quiche_cr_tests::config(false, Cc::CUBIC);
-    let mut server_config = quiche_cr_tests::config(true, Cc::CUBIC);
-    let mut pipe = Pipe::with_client_and_server_config(&mut client_config, &mut server_config)
-        .expect("a pipe");
-    let saved = quiche::careful_resume::SavedState { cwnd: 4 << 20, rtt };
-    pipe.server.setup_careful_resume(saved).expect("resume");
-    let qlog = quiche_cr_tests::QlogSink::default();
-    qlog.attach(&mut pipe.server, "server");
+    let rtt = PIPE_RTT;
+    let (mut pipe, qlog, mut now) = resuming_pipe();
 
     let body = vec![0; 4 << 20];
     let mut written = 0;
@@ -364,10 +384,7 @@ fn persistent_congestion_during_the_jump_ends_careful_resume() {
         round_trip(&mut pipe, &mut now, rtt / 2, &body, &mut written, |_| false);
     }
     pipe.client.stream_send(0, b"GET", true).expect("request");
-    let jumped = |server: &quiche::Connection| {
-        server.careful_resume().expect("resuming").phase() != Phase::Reconnaissance
-    };
-    while !round_trip(&mut pipe, &mut now, rtt / 2, &body, &mut written, jumped) {}
+    lose_the_jump(&mut pipe, &mut now, &body, &mut written);
 
     // The path goes dark: the jump and every probe after it are lost, and
     // the probe timer fires twice with no ACK in between.
