@@ -2,16 +2,25 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 FORK := quiche/fork.sh
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 20
+export FUZZ_SECONDS
 
-.PHONY: all setup quiche quiche-export quiche-check quiche-tooling-test quiche-test sim-guards build fmt fmt-check clippy \
-        test test-workspace bench demo fuzz fuzz-build
+.PHONY: all setup setup-test setup-fuzz quiche quiche-export quiche-check quiche-tooling-test quiche-test sim-guards build fmt fmt-check clippy \
+        test test-workspace bench demo fuzz fuzz-seeds
 
 all: build
 
-## setup: install what boring-sys needs (cmake, libclang-dev) when it is missing
+## setup: install what building quiche needs (cmake, libclang-dev, curl) when it is missing
 setup:
 	@scripts/setup-deps.sh
+
+## setup-fuzz: setup, plus the nightly toolchain check and cargo-fuzz
+setup-fuzz:
+	@scripts/setup-deps.sh fuzz
+
+## setup-test: the set-up script's own detection tests, on fake machines
+setup-test:
+	@scripts/test-setup-deps.sh
 
 ## quiche: materialise quiche/patched/ (pinned release + quiche/patches/); idempotent
 quiche:
@@ -52,8 +61,8 @@ test-workspace: setup quiche
 sim-guards: setup quiche
 	$(CARGO) test --release -p cr-sim --test targets --test session
 
-## test: formatting, lints, all workspace tests, the fork check and upstream's suite
-test: fmt-check clippy test-workspace sim-guards quiche-check quiche-tooling-test quiche-test
+## test: formatting, lints, all workspace tests, the fork check, upstream's suite, a short fuzz run
+test: setup-test fmt-check clippy test-workspace sim-guards quiche-check quiche-tooling-test quiche-test fuzz
 
 ## bench: criterion benchmarks (results in target/criterion)
 bench: setup quiche
@@ -63,12 +72,10 @@ bench: setup quiche
 demo: setup quiche
 	$(CARGO) run --release -p cr-sim -- demo
 
-## fuzz: run each cargo-fuzz target for FUZZ_SECONDS (needs nightly and cargo-fuzz)
-fuzz:
-	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
-	cd fuzz && for t in $$(cargo +nightly fuzz list); do \
-		cargo +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) || exit 1; done
+## fuzz: run each cargo-fuzz target for FUZZ_SECONDS (default 20; FUZZ_RUNS caps executions)
+fuzz: setup-fuzz
+	@scripts/fuzz.sh
 
-## fuzz-build: check that the fuzz targets compile (nightly)
-fuzz-build:
-	cd fuzz && $(CARGO) +nightly check --bins
+## fuzz-seeds: rewrite the committed seed corpus (fuzz/seeds/) after a format change
+fuzz-seeds: setup-fuzz
+	cd fuzz && $(CARGO) +nightly run --example write_seeds

@@ -1,26 +1,82 @@
 #!/usr/bin/env bash
-# Makes sure the system packages boring-sys (BoringSSL, under quiche) needs at build time are
-# present: cmake and libclang. Installs them with apt-get when running as root; otherwise names them.
+# Makes sure the system packages the project needs are present, and installs the missing ones
+# with apt-get when running as root; otherwise names them and stops.
+#
+#   setup-deps.sh          what building quiche needs: cmake and libclang (for boring-sys's
+#                          bindgen), curl (for fetching the pinned release)
+#   setup-deps.sh fuzz     the above, plus a nightly toolchain and cargo-fuzz (installed from
+#                          crates.io, pinned, when missing)
+#
+# Testable without touching the system (scripts/test-setup-deps.sh does): SETUP_ROOT prefixes
+# every directory searched for libclang, and every command (apt-get, id, cmake, llvm-config) is
+# taken from PATH.
 set -euo pipefail
 
-have_libclang() {
-    [ -n "${LIBCLANG_PATH:-}" ] && return 0
-    ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so' && return 0
-    compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null
+root=${SETUP_ROOT:-}
+cargo_fuzz_version=0.13.1
+
+# Whether a file name is one clang-sys would load as libclang: libclang.so, libclang-<N>.so or
+# either with a numeric suffix (libclang.so.1, libclang-14.so.1). libclang-cpp.so.<N> is the C++
+# interface library, a different thing that bindgen cannot use, and never counts.
+is_libclang_name() {
+    [[ $1 =~ ^libclang(-[0-9]+(\.[0-9]+)*)?\.so(\.[0-9]+)*$ ]]
+}
+
+# The directories clang-sys searches: LIBCLANG_PATH (a directory or the library itself),
+# `llvm-config --libdir`, LD_LIBRARY_PATH, and the standard system and LLVM directories.
+libclang_dirs() {
+    if [ -n "${LIBCLANG_PATH:-}" ]; then
+        if [ -d "$LIBCLANG_PATH" ]; then echo "$LIBCLANG_PATH"; else dirname "$LIBCLANG_PATH"; fi
+    fi
+    if command -v llvm-config >/dev/null; then
+        llvm-config --libdir 2>/dev/null || true
+    fi
+    local IFS=:
+    for d in ${LD_LIBRARY_PATH:-}; do [ -n "$d" ] && echo "$d"; done
+    for d in "$root"/usr/lib/llvm-*/lib "$root"/usr/lib/*-linux-gnu "$root"/usr/lib \
+        "$root"/usr/lib64 "$root"/usr/local/lib "$root"/usr/local/llvm/lib; do
+        [ -d "$d" ] && echo "$d"
+    done
+    return 0
+}
+
+# The first loadable libclang found, or nothing. `-e` follows symbolic links, so a dangling
+# development link (libclang.so -> a removed libclang.so.1) does not count.
+find_libclang() {
+    local dir file
+    while read -r dir; do
+        for file in "$dir"/libclang*.so*; do
+            [ -e "$file" ] && is_libclang_name "$(basename "$file")" && { echo "$file"; return 0; }
+        done
+    done < <(libclang_dirs)
+    return 1
 }
 
 missing=()
 command -v cmake >/dev/null || missing+=(cmake)
-have_libclang || missing+=(libclang-dev)
+find_libclang >/dev/null || missing+=(libclang-dev)
 command -v curl >/dev/null || missing+=(curl)
-[ ${#missing[@]} -eq 0 ] && exit 0
 
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "setup: installing ${missing[*]} (needed to build BoringSSL)" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-else
-    echo "setup: missing system packages: ${missing[*]}" >&2
-    echo "setup: install them (e.g. sudo apt-get install ${missing[*]}) and run make again" >&2
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "setup: installing ${missing[*]} with apt-get (needed to build BoringSSL under quiche)" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        echo "setup: missing system packages: ${missing[*]}" >&2
+        echo "setup: install them (e.g. sudo apt-get install ${missing[*]}) and run make again" >&2
+        exit 1
+    fi
+fi
+
+[ "${1:-}" = fuzz ] || exit 0
+
+if ! cargo +nightly --version >/dev/null 2>&1; then
+    echo "setup: fuzzing needs a nightly Rust toolchain (cargo-fuzz builds with sanitizers)," >&2
+    echo "setup: and none is installed: run 'rustup toolchain install nightly' and make again" >&2
     exit 1
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "setup: installing cargo-fuzz $cargo_fuzz_version from crates.io" >&2
+    cargo install --locked --version "$cargo_fuzz_version" cargo-fuzz
 fi

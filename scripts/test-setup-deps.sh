@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Tests of scripts/setup-deps.sh's detection, on fake machines: each case builds a root directory
+# (SETUP_ROOT) with the libraries a machine would have and a PATH holding only stub commands, so
+# nothing on the real system is read or installed. The stub apt-get records what it was asked for.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+script="$here/setup-deps.sh"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+failures=0
+
+# new_machine NAME: a fresh root and stub bin directory; prints nothing, sets $root and $bin.
+new_machine() {
+    root="$scratch/$1/root"
+    bin="$scratch/$1/bin"
+    mkdir -p "$root/usr/lib/x86_64-linux-gnu" "$root/usr/lib/llvm-14/lib" "$bin"
+    for tool in basename dirname; do ln -s "$(command -v "$tool")" "$bin/$tool"; done
+    stub cmake 'exit 0'
+    stub curl 'exit 0'
+    stub id 'echo 0'
+    stub apt-get "echo \"\$*\" >> '$scratch/$1/apt-get.log'"
+}
+
+stub() { printf '#!%s\n%s\n' "$BASH" "$2" >"$bin/$1"; chmod +x "$bin/$1"; }
+lib() { mkdir -p "$(dirname "$root/$1")"; : >"$root/$1"; }
+
+# run NAME [VAR=value...]: runs the script on the machine; sets $status, $output and $asked
+# (what apt-get was asked to install, empty when it was not called).
+run() {
+    local name=$1; shift
+    set +e
+    output=$(env -i PATH="$bin" SETUP_ROOT="$root" "$@" "$BASH" "$script" 2>&1)
+    status=$?
+    set -e
+    asked=$(grep '^install' "$scratch/$name/apt-get.log" 2>/dev/null | sed 's/.*-qq //' || true)
+}
+
+expect() {
+    local case=$1 want_status=$2 want_asked=$3
+    if [ "$status" = "$want_status" ] && [ "$asked" = "$want_asked" ]; then
+        echo "ok   $case"
+    else
+        echo "FAIL $case: exit $status (want $want_status), apt-get asked for '$asked'" \
+            "(want '$want_asked')"
+        echo "$output" | sed 's/^/     /'
+        failures=$((failures + 1))
+    fi
+}
+
+# The layout of a new machine of the project's kind: only the C++ interface library.
+new_machine cpp-only
+lib usr/lib/x86_64-linux-gnu/libclang-cpp.so.14
+lib usr/lib/llvm-14/lib/libclang-cpp.so.14
+run cpp-only
+expect "libclang-cpp.so.14 alone is not libclang: installs libclang-dev" 0 libclang-dev
+
+# What libclang1-14 and libclang-14-dev install on Debian.
+new_machine debian-libclang
+lib usr/lib/llvm-14/lib/libclang-cpp.so.14
+lib usr/lib/llvm-14/lib/libclang.so.1
+lib usr/lib/x86_64-linux-gnu/libclang-14.so.1
+run debian-libclang
+expect "libclang.so.1 in the LLVM directory: asks for nothing" 0 ""
+
+new_machine versioned
+lib usr/lib/x86_64-linux-gnu/libclang-14.so.1
+run versioned
+expect "libclang-14.so.1 in the multiarch directory: asks for nothing" 0 ""
+
+new_machine dangling
+lib usr/lib/llvm-14/lib/libclang-cpp.so.14
+ln -s libclang.so.1 "$root/usr/lib/llvm-14/lib/libclang.so"
+run dangling
+expect "a dangling libclang.so link: installs libclang-dev" 0 libclang-dev
+
+new_machine explicit-path
+lib opt/llvm/lib/libclang.so
+run explicit-path LIBCLANG_PATH="$root/opt/llvm/lib"
+expect "LIBCLANG_PATH names the directory: asks for nothing" 0 ""
+
+new_machine llvm-config
+lib opt/llvm-17/lib/libclang-17.so
+stub llvm-config "echo '$root/opt/llvm-17/lib'"
+run llvm-config
+expect "llvm-config --libdir holds libclang-17.so: asks for nothing" 0 ""
+
+new_machine not-root
+lib usr/lib/llvm-14/lib/libclang-cpp.so.14
+stub id 'echo 1000'
+run not-root
+expect "not root: exits and installs nothing" 1 ""
+if ! grep -q 'missing system packages: libclang-dev' <<<"$output"; then
+    echo "FAIL not root: the message does not name libclang-dev: $output"
+    failures=$((failures + 1))
+fi
+
+new_machine no-cmake
+lib usr/lib/llvm-14/lib/libclang.so.1
+rm "$bin/cmake"
+run no-cmake
+expect "cmake missing: installs cmake only" 0 cmake
+
+[ "$failures" = 0 ] || { echo "setup-deps: $failures case(s) failed" >&2; exit 1; }
+echo "setup-deps: all cases passed"
