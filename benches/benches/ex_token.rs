@@ -28,7 +28,8 @@ fn bench_tokens(c: &mut Criterion) {
     let client = "192.0.2.1:4433".parse().expect("address");
     let lifetime = Duration::from_secs(3600);
     let token = server
-        .mint_bdp_token(client, &SAVED, now(), lifetime)
+        .new_saved_set(now(), lifetime)
+        .and_then(|set| server.mint_bdp_token(client, &SAVED, set))
         .expect("mint");
 
     c.bench_function("ex_token/decode", |b| {
@@ -44,7 +45,8 @@ fn bench_tokens(c: &mut Criterion) {
     });
 
     c.bench_function("ex_token/mint_bdp", |b| {
-        b.iter(|| server.mint_bdp_token(black_box(client), &SAVED, now(), lifetime))
+        let set = server.new_saved_set(now(), lifetime).expect("set");
+        b.iter(|| server.mint_bdp_token(black_box(client), &SAVED, set))
     });
 
     // Each iteration gets a fresh guard, built outside the timing, so the

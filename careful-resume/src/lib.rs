@@ -117,6 +117,7 @@
 //! assert_eq!(jump.cwnd, Some(100 * mss));
 //! ```
 
+mod ack_train;
 mod bbr;
 mod events;
 mod min_filter;
@@ -128,7 +129,7 @@ mod resume;
 
 pub use bbr::{BbrAction, BbrResume};
 pub use events::{Ack, Congestion, PacketSent};
-pub use observe::{BbrSample, Observation, Observer, ObserverConfig, WindowSample};
+pub use observe::{CapacitySample, Observation, Observer, ObserverConfig};
 pub use params::{Beta, Config, ConfigError, InitialData, SavedState};
 pub use phase::{Phase, Transition, Trigger, WindowControl};
 pub use resume::CarefulResume;

@@ -28,6 +28,11 @@ impl WindowedMin {
         }
     }
 
+    /// The minimum as of the last sample, if there was one.
+    pub(crate) fn get(&self) -> Option<Duration> {
+        self.entries.map(|entries| entries[0].value)
+    }
+
     /// Adds a sample and returns the minimum of the window ending at `now`.
     pub(crate) fn update(&mut self, value: Duration, now: Instant) -> Duration {
         let sample = Entry { at: now, value };

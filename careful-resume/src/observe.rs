@@ -1,25 +1,64 @@
-//! The observing policy: what an ongoing connection saves for a later one.
+//! The observing policy: what an ongoing connection saves for a later one,
+//! and when it hands a new saved set to the token layer.
 //!
-//! The connection reports its state regularly (on each ACK or each round);
-//! the [`Observer`] turns it into a candidate saved set and decides when a
-//! new one is worth emitting (each emission typically becomes a fresh
-//! NEW_TOKEN):
+//! # What is saved
 //!
-//! - saved_rtt is the minimum RTT over the last 5 minutes;
-//! - saved_cwnd is the window in congestion avoidance, half of it in slow
-//!   start (the window may be an overshoot), max_bw x min_rtt for BBR;
-//! - nothing below 4 x IW is saved: it would not be worth a jump;
-//! - an observation taken while application-limited does not replace a
-//!   higher one: the window was not measured at capacity;
-//! - the first eligible observation is emitted; afterwards a new one is
-//!   emitted when the refresh interval (60 s) has passed, or when, with t the
-//!   seconds since the last emission, the RTT or the window moved by more
-//!   than old / t (the seed dissertation's update rule: large changes are
-//!   reported at once, small ones only after a while).
+//! - saved_rtt is the minimum RTT over the last 5 minutes.
+//! - saved_cwnd is the capacity the connection *demonstrated*: the path's
+//!   rate times that minimum RTT, its bandwidth-delay product, from two
+//!   kinds of evidence:
+//!   - the delivery rate, what the path delivered per round trip: the
+//!     stack's delivery-rate estimate for window-based controllers (bytes
+//!     acknowledged over the interval they took, never shorter than the
+//!     min RTT), BBR's max bandwidth for BBR;
+//!   - the bottleneck rate a burst reveals ([`AckTrain`]): in slow start
+//!     the sender releases two packets per ACK, faster than the bottleneck
+//!     drains them, so their ACKs return at the bottleneck's rate. A train
+//!     of ACKs lasting a quarter of the min RTT shows the path's rate
+//!     rounds before the window reaches the BDP. It counts for at most
+//!     twice the delivery per round trip, so the jump (saved / 2) never
+//!     exceeds what the path carried in one round trip of this connection.
+//!
+//!   The congestion window is not evidence: in slow start it doubles every
+//!   round and may be an overshoot. Neither rate can exceed the
+//!   bottleneck's (barring ACK compression, which the train's length and
+//!   the cap bound), so the saved capacity does not exceed the path's BDP.
+//! - A connection that resumed from (or presented but never used) a saved
+//!   set starts from that set as a floor ([`Observer::with_floor`]): what it
+//!   saves never drops below what it started from unless the path showed
+//!   congestion ([`Observer::on_congestion`]: loss, a retreat, a path or
+//!   RTT change). So a short connection hands the set on, and the saved
+//!   capacity only grows over successive connections of an uncongested
+//!   path.
+//! - Nothing below 4 x IW is saved: it would not be worth a jump.
+//!
+//! Measured in cr-sim: see the table in the README's simulator section.
+//!
+//! # When a new saved set is emitted
+//!
+//! Each emission typically becomes a NEW_TOKEN. Clients cache tokens
+//! differently (quic-go and aioquic present the newest, quinn the older of
+//! the last two), so a connection sends few, each better than the last:
+//!
+//! - while the estimate grows, when it has grown by at least 25% over the
+//!   last emission, at most once per minimum RTT (in slow start, about once
+//!   per doubling);
+//! - at the end of a burst ([`Observer::on_burst_end`]): when the sender
+//!   runs out of data (the token then travels with the last data, so even
+//!   a client that closes at once receives it), and again when all of it
+//!   has been acknowledged (the estimate is then final; a client that keeps
+//!   the connection open receives a better token). The floor counts only
+//!   here; if the path then shows congestion, the next emission replaces a
+//!   handed-on set with what was measured;
+//! - after the refresh interval (60 s) on a long-lived connection.
 
 use std::time::{Duration, Instant};
 
+use crate::ack_train::AckTrain;
 use crate::min_filter::WindowedMin;
+
+/// An emission needs the estimate to have grown by this fraction (1/4).
+const GROWTH_DIVISOR: usize = 4;
 
 /// Observer configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,30 +97,17 @@ pub struct Observation {
     pub at: Instant,
 }
 
-/// The state of a window-based controller at one moment.
+/// What the connection measured at one moment (typically on each ACK).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WindowSample {
-    /// The congestion window, in bytes.
-    pub cwnd: usize,
-    /// Whether the controller is in slow start.
-    pub in_slow_start: bool,
-    /// Whether the sender is application-limited.
-    pub app_limited: bool,
+pub struct CapacitySample {
+    /// The delivery rate measured, in bytes per second: the latest
+    /// delivery-rate sample of a window-based controller, or BBR's max
+    /// bandwidth. Zero when there is none yet.
+    pub delivery_rate: u64,
     /// An RTT sample (the latest or the connection's min RTT).
     pub rtt: Duration,
-    /// When.
-    pub now: Instant,
-}
-
-/// The state of BBR at one moment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BbrSample {
-    /// BBR's max bandwidth estimate, in bytes per second.
-    pub max_bw: u64,
-    /// Whether the sender is application-limited.
-    pub app_limited: bool,
-    /// An RTT sample.
-    pub rtt: Duration,
+    /// Bytes newly acknowledged by the ACK that prompted the sample.
+    pub acked_bytes: usize,
     /// When.
     pub now: Instant,
 }
@@ -91,36 +117,79 @@ pub struct BbrSample {
 pub struct Observer {
     config: ObserverConfig,
     min_rtt: WindowedMin,
+    max_delivery_rate: u64,
+    ack_train: AckTrain,
+    floor: Option<usize>,
     last: Option<Observation>,
 }
 
 impl Observer {
-    /// An observer with nothing emitted yet.
+    /// An observer with nothing measured or emitted yet.
     pub fn new(config: ObserverConfig) -> Self {
         Observer {
             config,
             min_rtt: WindowedMin::new(config.rtt_window),
+            max_delivery_rate: 0,
+            ack_train: AckTrain::default(),
+            floor: None,
             last: None,
         }
     }
 
-    /// Feeds the state of a window-based controller.
-    pub fn on_window_sample(&mut self, sample: &WindowSample) -> Option<Observation> {
-        let saved_rtt = self.min_rtt.update(sample.rtt, sample.now);
-        let cwnd = if sample.in_slow_start {
-            sample.cwnd / 2
-        } else {
-            sample.cwnd
-        };
-        self.consider(cwnd, saved_rtt, sample.app_limited, sample.now)
+    /// An observer for a connection that started from a saved set of
+    /// `saved_cwnd` bytes: it saves at least that much until the path shows
+    /// congestion.
+    pub fn with_floor(config: ObserverConfig, saved_cwnd: usize) -> Self {
+        Observer {
+            floor: Some(saved_cwnd),
+            ..Observer::new(config)
+        }
     }
 
-    /// Feeds the state of BBR: the candidate is max_bw x min_rtt.
-    pub fn on_bbr_sample(&mut self, sample: &BbrSample) -> Option<Observation> {
-        let saved_rtt = self.min_rtt.update(sample.rtt, sample.now);
-        let bdp = u128::from(sample.max_bw) * saved_rtt.as_nanos() / 1_000_000_000;
-        let cwnd = usize::try_from(bdp).unwrap_or(usize::MAX);
-        self.consider(cwnd, saved_rtt, sample.app_limited, sample.now)
+    /// Feeds a measurement; returns a saved set worth emitting now.
+    pub fn on_sample(&mut self, sample: &CapacitySample) -> Option<Observation> {
+        let min_rtt = self.min_rtt.update(sample.rtt, sample.now);
+        self.max_delivery_rate = self.max_delivery_rate.max(sample.delivery_rate);
+        self.ack_train
+            .on_ack(sample.acked_bytes, min_rtt, sample.now);
+        let candidate = self.candidate(self.measured(), sample.now)?;
+        let emit = match self.last {
+            None => true,
+            Some(last) => {
+                let elapsed = sample.now.saturating_duration_since(last.at);
+                let grown = candidate.saved_cwnd
+                    >= last.saved_cwnd + last.saved_cwnd / GROWTH_DIVISOR
+                    && elapsed >= candidate.saved_rtt;
+                grown || elapsed >= self.config.refresh_interval
+            }
+        };
+        self.emit_if(emit, candidate)
+    }
+
+    /// A burst ended: the sender ran out of data, or everything it sent was
+    /// acknowledged. Returns the estimate (at least the floor) when it
+    /// improves on the last emission, or when nothing was emitted yet.
+    pub fn on_burst_end(&mut self, now: Instant) -> Option<Observation> {
+        let best = self.measured().max(self.floor.unwrap_or(0));
+        let candidate = self.candidate(best, now)?;
+        let emit = self
+            .last
+            .is_none_or(|last| candidate.saved_cwnd > last.saved_cwnd);
+        self.emit_if(emit, candidate)
+    }
+
+    /// The path showed congestion (loss, ECN-CE, a Careful Resume retreat,
+    /// a path or RTT change): the set the connection started from is no
+    /// longer handed on; only what it measures counts. If it was already
+    /// handed on, the next emission withdraws it.
+    pub fn on_congestion(&mut self) {
+        if self.floor.take().is_some()
+            && self
+                .last
+                .is_some_and(|last| last.saved_cwnd > self.measured())
+        {
+            self.last = None;
+        }
     }
 
     /// The last observation emitted.
@@ -128,44 +197,33 @@ impl Observer {
         self.last
     }
 
-    fn consider(
-        &mut self,
-        saved_cwnd: usize,
-        saved_rtt: Duration,
-        app_limited: bool,
-        now: Instant,
-    ) -> Option<Observation> {
+    /// The capacity demonstrated so far: the path's rate x min RTT, the
+    /// rate from ACK trains counting for at most twice the delivery rate.
+    fn measured(&self) -> usize {
+        let Some(rtt) = self.min_rtt.get() else {
+            return 0;
+        };
+        let delivery = self.max_delivery_rate;
+        let rate = delivery.max(self.ack_train.max_rate().min(delivery.saturating_mul(2)));
+        let bytes = u128::from(rate) * rtt.as_nanos() / 1_000_000_000;
+        usize::try_from(bytes).unwrap_or(usize::MAX)
+    }
+
+    fn candidate(&self, saved_cwnd: usize, now: Instant) -> Option<Observation> {
         if saved_cwnd < self.config.minimum_saved_cwnd() {
             return None;
         }
-        let candidate = Observation {
+        Some(Observation {
             saved_cwnd,
-            saved_rtt,
+            saved_rtt: self.min_rtt.get()?,
             at: now,
-        };
-        let emit = match self.last {
-            None => true,
-            Some(last) if app_limited && last.saved_cwnd > saved_cwnd => false,
-            Some(last) => self.worth_updating(&last, &candidate),
-        };
+        })
+    }
+
+    fn emit_if(&mut self, emit: bool, candidate: Observation) -> Option<Observation> {
         if emit {
             self.last = Some(candidate);
         }
         emit.then_some(candidate)
-    }
-
-    /// The update rule: after the refresh interval, or when a value moved by
-    /// more than old / t, t in seconds since the last emission.
-    fn worth_updating(&self, last: &Observation, candidate: &Observation) -> bool {
-        let elapsed = candidate.at.saturating_duration_since(last.at);
-        if elapsed >= self.config.refresh_interval {
-            return true;
-        }
-        let moved = |old: u128, new: u128| {
-            // |new - old| > old / t  <=>  |new - old| x t_ns > old x 1e9
-            old.abs_diff(new).saturating_mul(elapsed.as_nanos()) > old.saturating_mul(1_000_000_000)
-        };
-        moved(last.saved_rtt.as_nanos(), candidate.saved_rtt.as_nanos())
-            || moved(last.saved_cwnd as u128, candidate.saved_cwnd as u128)
     }
 }

@@ -115,8 +115,15 @@ impl CarefulResume {
             Phase::Validating => {
                 self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
                 if self.covers_last_unvalidated(ack) {
+                    // The jump is validated: slow start may go on up to the
+                    // saved capacity, which the earlier connection showed the
+                    // path carries; beyond it the controller probes in
+                    // congestion avoidance. (Slow-starting on from a window
+                    // this large doubles it past the path into a burst of
+                    // loss the first connection never had.)
+                    let ssthresh = self.pipesize.max(self.saved.cwnd);
                     let trigger = Trigger::LastUnvalidatedPacketAcknowledged;
-                    Some(self.end(trigger, None, None, ack.now))
+                    Some(self.end(trigger, None, Some(ssthresh), ack.now))
                 } else {
                     None
                 }

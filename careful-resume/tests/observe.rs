@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use careful_resume::{BbrSample, Observation, Observer, ObserverConfig, WindowSample};
+use careful_resume::{CapacitySample, Observation, Observer, ObserverConfig};
 
 const MSS: usize = 1200;
 const IW: usize = 10 * MSS;
@@ -15,172 +15,206 @@ struct Feed {
 
 impl Feed {
     fn new() -> Self {
+        Self::from(Observer::new(ObserverConfig::new(IW)))
+    }
+
+    fn from(observer: Observer) -> Self {
         Feed {
-            observer: Observer::new(ObserverConfig::new(IW)),
+            observer,
             base: Instant::now(),
         }
     }
 
-    fn at(&self, secs: u64) -> Instant {
-        self.base + Duration::from_secs(secs)
+    fn at(&self, ms: u64) -> Instant {
+        self.base + MS * ms as u32
     }
 
-    fn window(&mut self, secs: u64, cwnd: usize, rtt_ms: u32) -> Option<Observation> {
-        self.sample(secs, cwnd, rtt_ms, false, false)
-    }
-
-    fn sample(
-        &mut self,
-        secs: u64,
-        cwnd: usize,
-        rtt_ms: u32,
-        slow_start: bool,
-        app_limited: bool,
-    ) -> Option<Observation> {
-        self.observer.on_window_sample(&WindowSample {
-            cwnd,
-            in_slow_start: slow_start,
-            app_limited,
+    /// A delivery rate of `bytes_per_rtt` per 100 ms, with an RTT sample.
+    fn sample(&mut self, ms: u64, bytes_per_100ms: u64, rtt_ms: u32) -> Option<Observation> {
+        self.observer.on_sample(&CapacitySample {
+            delivery_rate: bytes_per_100ms * 10,
             rtt: MS * rtt_ms,
-            now: self.at(secs),
+            acked_bytes: 0,
+            now: self.at(ms),
         })
     }
+
+    /// ACKs of 2,400 B every 2 ms (1.2 MB/s) for `count` ACKs from `ms`,
+    /// with the delivery rate at `bytes_per_100ms`; returns the last emission.
+    fn ack_train(&mut self, ms: u64, count: u64, bytes_per_100ms: u64) -> Option<Observation> {
+        (0..count)
+            .filter_map(|i| {
+                self.observer.on_sample(&CapacitySample {
+                    delivery_rate: bytes_per_100ms * 10,
+                    rtt: MS * 100,
+                    acked_bytes: 2400,
+                    now: self.at(ms + 2 * i),
+                })
+            })
+            .last()
+    }
+
+    fn burst_end(&mut self, ms: u64) -> Option<Observation> {
+        self.observer.on_burst_end(self.at(ms))
+    }
+}
+
+fn saved(cwnd: usize, rtt_ms: u32, at: Instant) -> Option<Observation> {
+    Some(Observation {
+        saved_cwnd: cwnd,
+        saved_rtt: MS * rtt_ms,
+        at,
+    })
 }
 
 #[test]
-fn emits_the_first_eligible_observation() {
+fn saves_the_delivery_rate_times_the_min_rtt() {
     let mut feed = Feed::new();
-    // Below 4 x IW: not worth saving.
-    assert_eq!(feed.window(0, 4 * IW - 1, 100), None);
-    let first = feed.window(1, 4 * IW, 120).unwrap();
-    // The minimum RTT of the window, not the latest sample.
+    // No rate measured yet, then one below 4 x IW per min RTT: not worth saving.
+    assert_eq!(feed.sample(0, 0, 100), None);
+    assert_eq!(feed.sample(100, 4 * IW as u64 - 10, 100), None);
+    // 60,000 B per 100 ms on a path of 100 ms: 60,000 B, whatever the window.
     assert_eq!(
-        first,
-        Observation {
-            saved_cwnd: 4 * IW,
-            saved_rtt: MS * 100,
-            at: feed.at(1)
-        }
+        feed.sample(200, 60_000, 120),
+        saved(60_000, 100, feed.at(200))
     );
-    assert_eq!(feed.observer.last(), Some(first));
+    assert_eq!(feed.observer.last(), saved(60_000, 100, feed.at(200)));
 }
 
 #[test]
-fn saves_half_the_window_in_slow_start() {
+fn a_burst_reveals_the_bottleneck_rate_up_to_twice_the_delivery() {
     let mut feed = Feed::new();
-    assert_eq!(feed.sample(0, 8 * IW - 2, 100, true, false), None);
-    let obs = feed.sample(0, 8 * IW, 100, true, false).unwrap();
-    assert_eq!(obs.saved_cwnd, 4 * IW);
+    // Slow start: 40,000 B delivered per round trip so far (not worth
+    // saving), but a burst's ACKs return at 1.2 MB/s: once the train has
+    // lasted a quarter of the min RTT (26 ms), the path's BDP shows,
+    // 120,000 B, and counts up to twice what was delivered: 80,000 B.
+    assert_eq!(
+        feed.ack_train(0, 14, 40_000),
+        saved(80_000, 100, feed.at(26))
+    );
+    // Once 60,000 B per round trip were delivered, the whole BDP counts.
+    assert_eq!(
+        feed.sample(200, 60_000, 100),
+        saved(120_000, 100, feed.at(200))
+    );
+}
+
+#[test]
+fn a_later_lower_rate_does_not_lower_the_estimate() {
+    let mut feed = Feed::new();
+    feed.sample(0, 100_000, 100).unwrap();
+    assert_eq!(feed.sample(500, 50_000, 100), None);
+    // The burst ends: the estimate is still the best rate seen, no news.
+    assert_eq!(feed.burst_end(600), None);
+}
+
+#[test]
+fn emits_on_a_quarter_of_growth_at_most_once_per_min_rtt() {
+    let mut feed = Feed::new();
+    feed.sample(0, 80_000, 100).unwrap();
+    // Just under 25% more: not yet.
+    assert_eq!(feed.sample(50, 99_999, 100), None);
+    // 25% more, but within one min RTT of the last emission: not yet.
+    assert_eq!(feed.sample(99, 100_000, 100), None);
+    // One min RTT later the same estimate goes out.
+    assert_eq!(feed.sample(100, 0, 100), saved(100_000, 100, feed.at(100)));
+}
+
+#[test]
+fn slow_start_emits_about_once_per_doubling() {
+    let mut feed = Feed::new();
+    let mut emitted = Vec::new();
+    // Delivery doubles every 100 ms round, sampled every 10 ms, from 48 kB
+    // to 1.5 MB per round: six doublings.
+    for round in 0..6u64 {
+        for step in 0..10u64 {
+            let ms = round * 100 + step * 10;
+            let rate = (48_000u64 << round) + (48_000u64 << round) * step / 10;
+            if let Some(o) = feed.sample(ms, rate, 100) {
+                emitted.push(o.saved_cwnd);
+            }
+        }
+    }
+    assert_eq!(emitted.len(), 6, "{emitted:?}");
+    assert!(emitted.windows(2).all(|w| w[1] >= w[0] * 5 / 4));
+}
+
+#[test]
+fn the_end_of_a_burst_emits_the_final_estimate() {
+    let mut feed = Feed::new();
+    feed.sample(0, 100_000, 100).unwrap();
+    // Grew by 20% within the last round: too little for an emission...
+    assert_eq!(feed.sample(300, 120_000, 100), None);
+    // ...but it is the final estimate when the sender runs out of data.
+    assert_eq!(feed.burst_end(400), saved(120_000, 100, feed.at(400)));
+    // Nothing new at the next idle moment.
+    assert_eq!(feed.burst_end(900), None);
 }
 
 #[test]
 fn refreshes_after_sixty_seconds() {
     let mut feed = Feed::new();
-    feed.window(0, 100 * MSS, 100).unwrap();
-    assert_eq!(feed.window(59, 100 * MSS, 100), None);
+    feed.sample(0, 100_000, 100).unwrap();
+    assert_eq!(feed.sample(59_999, 100_000, 100), None);
     assert_eq!(
-        feed.window(60, 100 * MSS, 100).map(|o| o.at),
-        Some(feed.at(60))
+        feed.sample(60_000, 100_000, 100),
+        saved(100_000, 100, feed.at(60_000))
     );
 }
 
 #[test]
-fn a_window_change_larger_than_old_over_t_is_emitted_at_once() {
-    let mut feed = Feed::new();
-    feed.window(0, 120_000, 100).unwrap();
-    // t = 10 s: the threshold is 120 000 / 10 = 12 000 bytes.
-    assert_eq!(feed.window(10, 132_000, 100), None);
+fn a_short_connection_hands_its_saved_set_on() {
+    // Started from 1 MB and fetched 10 KiB: it measured nothing worth saving.
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    assert_eq!(feed.sample(0, 1_000, 800), None);
+    assert_eq!(feed.burst_end(900), saved(1_000_000, 800, feed.at(900)));
+}
+
+#[test]
+fn a_resumed_connection_never_saves_less_than_it_started_from() {
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    // What it measures goes out as it grows...
+    assert_eq!(feed.sample(0, 60_000, 100), saved(60_000, 100, feed.at(0)));
+    // ...but the end of the burst hands on the larger set it started from.
+    assert_eq!(feed.burst_end(500), saved(1_000_000, 100, feed.at(500)));
+    // Measuring more later replaces it.
     assert_eq!(
-        feed.window(10, 107_999, 100).map(|o| o.saved_cwnd),
-        Some(107_999)
+        feed.sample(1_000, 1_300_000, 100),
+        saved(1_300_000, 100, feed.at(1_000))
     );
 }
 
 #[test]
-fn an_rtt_change_larger_than_old_over_t_is_emitted_at_once() {
-    let mut feed = Feed::new();
-    feed.window(0, 120_000, 100).unwrap();
-    // t = 2 s: the threshold is 100 ms / 2 = 50 ms.
-    assert_eq!(feed.window(2, 120_000, 50), None);
-    let obs = feed.window(2, 120_000, 49).unwrap();
-    assert_eq!(obs.saved_rtt, MS * 49);
-}
-
-#[test]
-fn a_lower_app_limited_observation_does_not_replace_a_higher_one() {
-    let mut feed = Feed::new();
-    feed.window(0, 200 * MSS, 100).unwrap();
-    assert_eq!(feed.sample(120, 60 * MSS, 100, false, true), None);
-    assert_eq!(feed.observer.last().map(|o| o.saved_cwnd), Some(200 * MSS));
-    // Higher while app-limited is still news.
-    let obs = feed.sample(121, 300 * MSS, 100, false, true).unwrap();
-    assert_eq!(obs.saved_cwnd, 300 * MSS);
-    // Not app-limited: a lower window is saved.
+fn congestion_withdraws_a_handed_on_set() {
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    feed.sample(0, 300_000, 100).unwrap();
+    assert_eq!(feed.burst_end(200), saved(1_000_000, 100, feed.at(200)));
+    // The jump then retreats: the next sample replaces the set with what was measured.
+    feed.observer.on_congestion();
     assert_eq!(
-        feed.window(190, 60 * MSS, 100).map(|o| o.saved_cwnd),
-        Some(60 * MSS)
+        feed.sample(300, 300_000, 100),
+        saved(300_000, 100, feed.at(300))
     );
+    assert_eq!(feed.burst_end(400), None);
 }
 
 #[test]
-fn the_min_rtt_forgets_samples_older_than_five_minutes() {
+fn congestion_drops_the_floor() {
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    feed.sample(0, 300_000, 100).unwrap();
+    feed.observer.on_congestion();
+    // The set it started from is not handed on: what it measured is the last word.
+    assert_eq!(feed.burst_end(500), None);
+    assert_eq!(feed.observer.last().map(|o| o.saved_cwnd), Some(300_000));
+}
+
+#[test]
+fn saves_the_min_rtt_of_the_window() {
     let mut feed = Feed::new();
-    feed.window(0, 100 * MSS, 50).unwrap();
-    // A refresh: 50 ms is still within the window.
+    feed.sample(0, 10_000, 150);
+    feed.sample(10, 10_000, 100);
     assert_eq!(
-        feed.window(299, 100 * MSS, 80).map(|o| o.saved_rtt),
-        Some(MS * 50)
-    );
-    // 50 ms has expired; 80 ms moved by 30 ms > 50 ms / 2 s.
-    let obs = feed.window(301, 100 * MSS, 90).unwrap();
-    assert_eq!(obs.saved_rtt, MS * 80);
-}
-
-#[test]
-fn bbr_saves_the_bandwidth_delay_product() {
-    let mut observer = Observer::new(ObserverConfig::new(IW));
-    let now = Instant::now();
-    let obs = observer
-        .on_bbr_sample(&BbrSample {
-            max_bw: 12_000_000,
-            app_limited: false,
-            rtt: MS * 100,
-            now,
-        })
-        .unwrap();
-    assert_eq!((obs.saved_cwnd, obs.saved_rtt), (1_200_000, MS * 100));
-    // 400 kB/s x 100 ms = 40 000 bytes < 4 x IW.
-    let mut observer = Observer::new(ObserverConfig::new(IW));
-    let small = BbrSample {
-        max_bw: 400_000,
-        app_limited: false,
-        rtt: MS * 100,
-        now,
-    };
-    assert_eq!(observer.on_bbr_sample(&small), None);
-}
-
-#[test]
-fn extreme_values_do_not_overflow() {
-    let mut observer = Observer::new(ObserverConfig::new(IW));
-    let now = Instant::now();
-    let hour = Duration::from_secs(3600);
-    let obs = observer.on_bbr_sample(&BbrSample {
-        max_bw: u64::MAX,
-        app_limited: false,
-        rtt: hour,
-        now,
-    });
-    assert!(obs.is_some());
-    let tiny = WindowSample {
-        cwnd: 1 << 40,
-        in_slow_start: false,
-        app_limited: false,
-        rtt: Duration::from_micros(1),
-        now: now + hour,
-    };
-    assert_eq!(
-        observer.on_window_sample(&tiny).map(|o| o.saved_cwnd),
-        Some(1 << 40)
+        feed.sample(20, 100_000, 130),
+        saved(100_000, 100, feed.at(20))
     );
 }

@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use careful_resume::{InitialData, SavedState};
 use ex_token::{
-    MemoryGuard, NoResume, Rng, SavedParameters, SavedPath, SystemRng, TokenGuard, TokenRejected,
-    TokenServer,
+    MemoryGuard, NoResume, Rng, SavedParameters, SavedPath, SavedSet, SystemRng, TokenGuard,
+    TokenRejected, TokenServer,
 };
 
 use crate::Error;
@@ -52,6 +52,9 @@ pub struct Accepted {
     /// connection has been closed with its error code.
     pub rejected: Option<TokenRejected>,
     address_token_sent: bool,
+    /// The saved set this connection's BDP tokens belong to, drawn at the
+    /// first one.
+    saved_set: Option<SavedSet>,
 }
 
 /// Careful Resume for a quiche server: validates tokens, resumes, and mints
@@ -115,6 +118,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                     resume: Err(NoResume::Invalid(rejected.reason)),
                     rejected: Some(rejected),
                     address_token_sent: true,
+                    saved_set: None,
                 });
             }
         };
@@ -137,6 +141,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             resume: validation.resume,
             rejected: None,
             address_token_sent: false,
+            saved_set: None,
         })
     }
 
@@ -163,7 +168,11 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     /// Housekeeping after each `recv()`, `send()` or `on_timeout()` of an
     /// accepted connection: once the handshake is complete, sends the client
     /// an address validation token, then a fresh BDP token whenever the
-    /// observing policy saves new capacity. `now` is wall-clock time.
+    /// observing policy saves new capacity (see [`careful_resume::Observer`]:
+    /// a few per connection, each better than the last). All of them belong
+    /// to one saved set, so the guard lets at most one resume; a connection
+    /// that outlives half the set's lifetime starts a new set. `now` is
+    /// wall-clock time.
     pub fn on_progress(&mut self, accepted: &mut Accepted, now: SystemTime) {
         let conn = &mut accepted.conn;
         if !conn.is_established() {
@@ -189,13 +198,29 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 rtt: observation.saved_rtt,
                 extras: &[],
             };
-            if let Ok(token) = self.tokens.mint_bdp_token(
-                accepted.peer,
-                &path,
-                now,
-                self.config.bdp_token_lifetime,
-            ) {
+            let Some(set) = self.saved_set(&mut accepted.saved_set, now) else {
+                continue;
+            };
+            if let Ok(token) = self.tokens.mint_bdp_token(accepted.peer, &path, set) {
                 conn.send_new_token(&token).ok();
+            }
+        }
+    }
+
+    /// The connection's saved set, drawn anew when there is none yet or
+    /// when less than half its lifetime is left.
+    fn saved_set(&mut self, current: &mut Option<SavedSet>, now: SystemTime) -> Option<SavedSet> {
+        let lifetime = self.config.bdp_token_lifetime;
+        let fresh_enough = |set: &SavedSet| {
+            set.expiry
+                .duration_since(now)
+                .is_ok_and(|left| left >= lifetime / 2)
+        };
+        match current {
+            Some(set) if fresh_enough(set) => Some(*set),
+            _ => {
+                *current = self.tokens.new_saved_set(now, lifetime).ok();
+                *current
             }
         }
     }

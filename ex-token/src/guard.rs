@@ -2,9 +2,12 @@
 //! may seed Careful Resume on one connection only.
 //!
 //! Tokens live on the client, so one token could be presented on many
-//! parallel connections, each jumping to half the saved window. The server
-//! therefore remembers the ids of tokens it has accepted until they expire
-//! and resumes at most one connection per id.
+//! parallel connections, each jumping to half the saved window; and one
+//! connection sends several tokens (siblings) carrying the same
+//! observations. Every BDP token a connection mints therefore carries one
+//! saved-set id ([`crate::SavedSet`]); the server remembers the set ids it
+//! has accepted until the set expires and resumes at most one connection
+//! per set, whichever sibling it presents.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Mutex, PoisonError};
@@ -12,25 +15,26 @@ use std::time::SystemTime;
 
 use crate::time::unix_secs;
 
-/// Identifier the server sealed into a BDP token when minting it.
+/// The id of a saved set, sealed into every BDP token minted from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TokenId(pub u64);
+pub struct SetId(pub u64);
 
-/// A registry of token ids already used to resume.
+/// A registry of saved-set ids already used to resume.
 ///
 /// Methods take `&self` so one guard can serve every connection of a server
 /// (or, behind a network service, a whole fleet); implementations provide
 /// their own synchronisation.
 pub trait TokenGuard {
-    /// Records `id` as used until `expiry`, returning `true` if this is the
-    /// first claim, or `false` if it is already taken (or cannot be
-    /// recorded, in which case refusing is the safe answer).
-    fn claim(&self, id: TokenId, expiry: SystemTime, now: SystemTime) -> bool;
+    /// Records set `id` as used until `expiry` (the set's, which every
+    /// sibling token shares), returning `true` if this is the first claim,
+    /// or `false` if it is already taken (or cannot be recorded, in which
+    /// case refusing is the safe answer).
+    fn claim(&self, id: SetId, expiry: SystemTime, now: SystemTime) -> bool;
 }
 
 /// A bounded in-memory [`TokenGuard`] for a single server process.
 ///
-/// Claims are remembered until their token expires. Each `claim` costs
+/// Claims are remembered until their set expires. Each `claim` costs
 /// amortised constant time: one hash lookup plus the removal of entries that
 /// have expired, oldest first. Memory is fixed at creation: when `capacity`
 /// live claims exist, new claims are refused (no Careful Resume) rather
@@ -79,7 +83,7 @@ impl MemoryGuard {
 }
 
 impl TokenGuard for MemoryGuard {
-    fn claim(&self, id: TokenId, expiry: SystemTime, now: SystemTime) -> bool {
+    fn claim(&self, id: SetId, expiry: SystemTime, now: SystemTime) -> bool {
         let mut claims = self.lock();
         claims.sweep(unix_secs(now));
         if claims.ids.contains(&id.0) || claims.ids.len() >= claims.capacity {
@@ -92,9 +96,9 @@ impl TokenGuard for MemoryGuard {
 }
 
 impl Claims {
-    /// Forgets claims at the front of the queue whose tokens have expired.
+    /// Forgets claims at the front of the queue whose sets have expired.
     ///
-    /// Tokens minted with one lifetime expire in claim order; a longer-lived
+    /// Sets minted with one lifetime expire in claim order; a longer-lived
     /// claim at the front only delays forgetting the ones behind it.
     fn sweep(&mut self, now: u64) {
         while let Some(&(id, expiry)) = self.order.front() {
@@ -120,31 +124,31 @@ mod tests {
     #[test]
     fn second_claim_of_an_id_is_refused_until_expiry() {
         let guard = MemoryGuard::new(4);
-        assert!(guard.claim(TokenId(7), at(100), at(10)));
-        assert!(!guard.claim(TokenId(7), at(100), at(11)));
-        assert!(!guard.claim(TokenId(7), at(100), at(99)));
-        assert!(guard.claim(TokenId(8), at(100), at(99)));
+        assert!(guard.claim(SetId(7), at(100), at(10)));
+        assert!(!guard.claim(SetId(7), at(100), at(11)));
+        assert!(!guard.claim(SetId(7), at(100), at(99)));
+        assert!(guard.claim(SetId(8), at(100), at(99)));
         // At the expiry second the token is expired and its claim forgotten.
-        assert!(guard.claim(TokenId(7), at(200), at(100)));
+        assert!(guard.claim(SetId(7), at(200), at(100)));
     }
 
     #[test]
     fn a_full_guard_refuses_rather_than_forgets() {
         let guard = MemoryGuard::new(2);
-        assert!(guard.claim(TokenId(1), at(50), at(0)));
-        assert!(guard.claim(TokenId(2), at(60), at(0)));
-        assert!(!guard.claim(TokenId(3), at(60), at(1)));
-        assert!(!guard.claim(TokenId(1), at(50), at(1)));
+        assert!(guard.claim(SetId(1), at(50), at(0)));
+        assert!(guard.claim(SetId(2), at(60), at(0)));
+        assert!(!guard.claim(SetId(3), at(60), at(1)));
+        assert!(!guard.claim(SetId(1), at(50), at(1)));
         assert_eq!(guard.len(), 2);
-        assert!(guard.claim(TokenId(3), at(70), at(50)));
+        assert!(guard.claim(SetId(3), at(70), at(50)));
         assert_eq!(guard.len(), 2);
-        assert!(!guard.claim(TokenId(2), at(60), at(50)));
+        assert!(!guard.claim(SetId(2), at(60), at(50)));
     }
 
     #[test]
     fn zero_capacity_refuses_everything() {
         let guard = MemoryGuard::new(0);
-        assert!(!guard.claim(TokenId(1), at(50), at(0)));
+        assert!(!guard.claim(SetId(1), at(50), at(0)));
         assert!(guard.is_empty());
     }
 
@@ -153,7 +157,7 @@ mod tests {
         let guard = MemoryGuard::new(16);
         let admitted = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
-                .map(|_| s.spawn(|| guard.claim(TokenId(42), at(100), at(1))))
+                .map(|_| s.spawn(|| guard.claim(SetId(42), at(100), at(1))))
                 .collect();
             handles
                 .into_iter()

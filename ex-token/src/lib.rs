@@ -49,7 +49,7 @@
 //! Address Validation plaintext:
 //!   family (1: 4 | 6) | address (4 | 16) | expiry (8, unix s)
 //! BDP Private Data plaintext:
-//!   family (1) | address (4 | 16) | expiry (8) | token id (8)
+//!   family (1) | address (4 | 16) | expiry (8) | saved-set id (8)
 //!   | extras length (1) | extras (0..=32)
 //!
 //! additional data = label | key id | bound
@@ -85,7 +85,10 @@
 //!
 //! // End of connection 1: save what was learnt about the path.
 //! let saved = SavedPath { capacity: 1_250_000, rtt: Duration::from_millis(600), extras: b"" };
-//! let token = server.mint_bdp_token(client, &saved, now, Duration::from_secs(3600))?;
+//! // Every token minted from this connection's observations belongs to one saved set.
+//! let set = server.new_saved_set(now, Duration::from_secs(3600))?;
+//! let token = server.mint_bdp_token(client, &saved, set)?;
+//! let sibling = server.mint_bdp_token(client, &saved, set)?;
 //!
 //! // Connection 2, an hour minus a minute later, from another port.
 //! let client = "192.0.2.10:50001".parse()?;
@@ -96,8 +99,10 @@
 //! assert_eq!(resume.saved_cwnd, 1_250_000);
 //! assert_eq!(resume.saved_rtt, Duration::from_millis(600));
 //!
-//! // The same token on a parallel connection does not resume again.
+//! // The same token, or a sibling, on a parallel connection does not resume again.
 //! let again = server.validate(&token, client, later, &guard)?;
+//! assert_eq!(again.resume, Err(ex_token::NoResume::AlreadyInUse));
+//! let again = server.validate(&sibling, client, later, &guard)?;
 //! assert_eq!(again.resume, Err(ex_token::NoResume::AlreadyInUse));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -116,7 +121,8 @@
 //! #     KeyRing::new(TokenKey::from_bytes(1, &[1; 32])?), SimRng::new(1), ServerConfig::default());
 //! # let saved = SavedPath { capacity: 1_250_000, rtt: Duration::from_millis(600), extras: b"" };
 //! # let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-//! # let new_token = server.mint_bdp_token("192.0.2.10:1".parse()?, &saved, now, Duration::from_secs(60))?;
+//! # let set = server.new_saved_set(now, Duration::from_secs(60))?;
+//! # let new_token = server.mint_bdp_token("192.0.2.10:1".parse()?, &saved, set)?;
 //! let server_addr = "203.0.113.5:443".parse()?;
 //! let mut store = TokenStore::new(StoreConfig::default());
 //! store.insert("example.org", server_addr, new_token, now);
@@ -151,14 +157,14 @@ pub use bdp::{BdpDecodeError, BdpToken};
 pub use client::{lower_requested_capacity, LowerError};
 pub use codepoints::{ErrorCodes, BDP_TOKEN_ERROR, EX_TOKEN_ENABLED, EX_TOKEN_ERROR, TP_EX_TOKEN};
 pub use extension_id::ExtensionId;
-pub use guard::{MemoryGuard, TokenGuard, TokenId};
+pub use guard::{MemoryGuard, SetId, TokenGuard};
 pub use keys::{KeyError, KeyRing, OpenError, TokenKey, KEY_LEN, MAX_PREVIOUS_KEYS};
 pub use outcome::{
     AddressStatus, InvalidToken, NoResume, SavedParameters, TokenRejected, Validation,
 };
 pub use payload::{Extras, MAX_EXTRAS};
 pub use rng::{RandomError, Rng, SimRng, SystemRng};
-pub use server::{MintError, Policy, SavedPath, ServerConfig, TokenServer};
+pub use server::{MintError, Policy, SavedPath, SavedSet, ServerConfig, TokenServer};
 pub use store::{StoreConfig, TokenStore};
 pub use token::{
     DecodeError, EncodeError, ExToken, ExTokenBuilder, Extension, Extensions, MAX_EXTENSIONS,

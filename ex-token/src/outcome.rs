@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::{BdpDecodeError, DecodeError, Extras, OpenError, TokenId};
+use crate::{BdpDecodeError, DecodeError, Extras, OpenError, SetId};
 
 /// The result of validating a token presented in a client's Initial.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,9 +49,9 @@ pub struct SavedParameters {
     pub capacity: u64,
     /// Requested Capacity as presented by the client, in bytes.
     pub requested_capacity: u64,
-    /// The token's id, now claimed in the guard.
-    pub token_id: TokenId,
-    /// When the saved parameters stop being usable.
+    /// The saved set's id, now claimed in the guard.
+    pub set_id: SetId,
+    /// When the saved parameters stop being usable (the set's expiry).
     pub expiry: SystemTime,
     /// Server extras sealed at minting.
     pub extras: Extras,
@@ -71,7 +71,8 @@ pub enum NoResume {
     AddressMismatch,
     /// The client set Requested Capacity to 0: it asks for a fresh start.
     RequestedZero,
-    /// Another connection already resumed with this token.
+    /// Another connection already resumed from this saved set (with this
+    /// token or a sibling).
     AlreadyInUse,
     /// The token or its BDP_TOKEN extension is invalid.
     Invalid(InvalidToken),

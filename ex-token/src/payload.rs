@@ -1,7 +1,7 @@
 //! Plaintext layouts of the two sealed parts (quiche-cr's own format).
 //!
 //! Address validation: `address || expiry (u64)`.
-//! BDP private data: `address || expiry (u64) || token id (u64) ||
+//! BDP private data: `address || expiry (u64) || saved-set id (u64) ||
 //! extras length (u8) || extras`. Addresses are `family (1) || octets`;
 //! integers are big-endian; expiry is in unix seconds.
 
@@ -74,7 +74,7 @@ impl AddressPayload {
 pub(crate) struct BdpPayload {
     pub ip: IpAddr,
     pub expiry: u64,
-    pub token_id: u64,
+    pub set_id: u64,
     pub extras: Extras,
 }
 
@@ -82,7 +82,7 @@ impl BdpPayload {
     pub fn encode(&self, out: &mut Vec<u8>) {
         address::encode(self.ip, out);
         out.extend_from_slice(&self.expiry.to_be_bytes());
-        out.extend_from_slice(&self.token_id.to_be_bytes());
+        out.extend_from_slice(&self.set_id.to_be_bytes());
         out.push(self.extras.len);
         out.extend_from_slice(self.extras.as_bytes());
     }
@@ -90,7 +90,7 @@ impl BdpPayload {
     pub fn decode(bytes: &[u8]) -> Option<Self> {
         let (ip, rest) = address::decode(bytes)?;
         let (expiry, rest) = rest.split_first_chunk::<8>()?;
-        let (token_id, rest) = rest.split_first_chunk::<8>()?;
+        let (set_id, rest) = rest.split_first_chunk::<8>()?;
         let (&len, extras) = rest.split_first()?;
         if usize::from(len) != extras.len() {
             return None;
@@ -98,7 +98,7 @@ impl BdpPayload {
         Some(Self {
             ip,
             expiry: u64::from_be_bytes(*expiry),
-            token_id: u64::from_be_bytes(*token_id),
+            set_id: u64::from_be_bytes(*set_id),
             extras: Extras::new(extras)?,
         })
     }
@@ -138,7 +138,7 @@ mod tests {
         let p = BdpPayload {
             ip: "2001:db8::1".parse().unwrap(),
             expiry: 1_700_000_000,
-            token_id: 0xdead_beef,
+            set_id: 0xdead_beef,
             extras: Extras::new(b"bbr2").unwrap(),
         };
         let mut out = Vec::new();

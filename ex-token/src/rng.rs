@@ -1,4 +1,4 @@
-//! Injectable randomness for nonces, token ids and GREASE.
+//! Injectable randomness for nonces, saved-set ids and GREASE.
 
 use std::fmt;
 
@@ -18,7 +18,7 @@ impl std::error::Error for RandomError {}
 
 /// A source of random bytes.
 ///
-/// Minting draws AEAD nonces and token ids from it. Production servers use
+/// Minting draws AEAD nonces and saved-set ids from it. Production servers use
 /// [`SystemRng`]; a deterministic simulator supplies its own seeded source
 /// (such as [`SimRng`]) so that runs repeat bit for bit.
 pub trait Rng {

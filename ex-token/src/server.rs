@@ -9,7 +9,7 @@ use crate::payload::{bdp_bound, AddressPayload, BdpPayload, ADDRESS_LABEL, BDP_L
 use crate::time::{expiry, from_unix_secs, unix_secs};
 use crate::{
     AddressPrefixes, AddressStatus, BdpToken, EncodeError, ErrorCodes, ExToken, ExTokenBuilder,
-    Extras, InvalidToken, KeyRing, NoResume, Rng, SavedParameters, SystemRng, TokenGuard, TokenId,
+    Extras, InvalidToken, KeyRing, NoResume, Rng, SavedParameters, SetId, SystemRng, TokenGuard,
     TokenRejected, Validation,
 };
 
@@ -65,6 +65,18 @@ pub struct SavedPath<'a> {
     /// Opaque server data sealed alongside, at most [`crate::MAX_EXTRAS`]
     /// bytes.
     pub extras: &'a [u8],
+}
+
+/// The saved set a BDP token belongs to. A connection draws one
+/// ([`TokenServer::new_saved_set`]) and mints all its BDP tokens from it, so
+/// that its sibling tokens share one id and one expiry and the guard admits
+/// at most one of them ([`crate::TokenGuard`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SavedSet {
+    /// The id the guard claims.
+    pub id: SetId,
+    /// When every token of the set expires (whole seconds).
+    pub expiry: SystemTime,
 }
 
 /// Why a token could not be minted.
@@ -142,15 +154,29 @@ impl<R: Rng> TokenServer<R> {
         self.finish(ExTokenBuilder::new(&address)?)
     }
 
-    /// Mints a token that validates the client's address and carries
-    /// `path` in a BDP_TOKEN extension, with Requested Capacity equal to
-    /// Capacity.
+    /// Draws a new saved set, with a random id, valid for `lifetime` from
+    /// `now`.
+    pub fn new_saved_set(
+        &mut self,
+        now: SystemTime,
+        lifetime: Duration,
+    ) -> Result<SavedSet, MintError> {
+        let mut id = [0u8; 8];
+        self.rng.fill(&mut id).map_err(|_| MintError::Random)?;
+        Ok(SavedSet {
+            id: SetId(u64::from_be_bytes(id)),
+            expiry: from_unix_secs(expiry(now, lifetime)),
+        })
+    }
+
+    /// Mints a token of saved set `set` that validates the client's address
+    /// and carries `path` in a BDP_TOKEN extension, with Requested Capacity
+    /// equal to Capacity. The token expires with the set.
     pub fn mint_bdp_token(
         &mut self,
         client: SocketAddr,
         path: &SavedPath<'_>,
-        now: SystemTime,
-        lifetime: Duration,
+        set: SavedSet,
     ) -> Result<Vec<u8>, MintError> {
         if path.capacity == 0 {
             return Err(MintError::ZeroCapacity);
@@ -158,16 +184,12 @@ impl<R: Rng> TokenServer<R> {
         let rtt_us = u64::try_from(path.rtt.as_micros())
             .map_err(|_| EncodeError::ValueTooLarge(u64::MAX))?;
         let extras = Extras::new(path.extras).ok_or(MintError::ExtrasTooLong(path.extras.len()))?;
-        let expiry = expiry(now, lifetime);
-        let mut token_id = [0u8; 8];
-        self.rng
-            .fill(&mut token_id)
-            .map_err(|_| MintError::Random)?;
+        let expiry = unix_secs(set.expiry);
 
         let payload = BdpPayload {
             ip: client.ip(),
             expiry,
-            token_id: u64::from_be_bytes(token_id),
+            set_id: set.id.0,
             extras,
         };
         let mut plaintext = Vec::with_capacity(MAX_PLAINTEXT);
@@ -212,8 +234,9 @@ impl<R: Rng> TokenServer<R> {
     /// Validates a token from a client's Initial packet.
     ///
     /// `now` is the current wall-clock time. When everything checks out,
-    /// the token id is claimed in `guard`, so parallel connections
-    /// presenting the same token resume at most once. Under the default
+    /// the saved set's id is claimed in `guard`, so parallel connections
+    /// presenting the same token, or sibling tokens of one set, resume at
+    /// most once. Under the default
     /// [`Policy::Lenient`] this never returns an error.
     pub fn validate(
         &self,
@@ -328,9 +351,9 @@ impl<R: Rng> TokenServer<R> {
         if bdp.requested_capacity == 0 {
             return Err(NoResume::RequestedZero);
         }
-        let token_id = TokenId(payload.token_id);
+        let set_id = SetId(payload.set_id);
         let expiry = from_unix_secs(payload.expiry);
-        if !guard.claim(token_id, expiry, now) {
+        if !guard.claim(set_id, expiry, now) {
             return Err(NoResume::AlreadyInUse);
         }
         Ok(SavedParameters {
@@ -338,7 +361,7 @@ impl<R: Rng> TokenServer<R> {
             saved_rtt: Duration::from_micros(bdp.rtt_us),
             capacity: bdp.capacity,
             requested_capacity: bdp.requested_capacity,
-            token_id,
+            set_id,
             expiry,
             extras: payload.extras,
         })
@@ -396,7 +419,7 @@ mod tests {
         BdpPayload {
             ip: "192.0.2.1".parse().unwrap(),
             expiry,
-            token_id: 5,
+            set_id: 5,
             extras: Extras::default(),
         }
         .encode(&mut plaintext);

@@ -149,6 +149,16 @@ impl TokenStore {
         Some(self.tokens.remove(newest).token)
     }
 
+    /// The newest token held for the server (the one [`TokenStore::take`]
+    /// would hand out), without removing it; expired ones included until
+    /// the next `insert` or `take` forgets them.
+    pub fn newest(&self, server_name: &str, server_addr: SocketAddr) -> Option<&[u8]> {
+        self.tokens
+            .iter()
+            .rfind(|t| t.is_for(server_name, server_addr))
+            .map(|t| t.token.as_slice())
+    }
+
     /// Number of tokens held.
     pub fn len(&self) -> usize {
         self.tokens.len()

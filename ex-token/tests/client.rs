@@ -94,6 +94,19 @@ fn tokens_are_keyed_by_name_and_address() {
 }
 
 #[test]
+fn newest_shows_what_take_would_hand_out() {
+    let a = addr("192.0.2.1:443");
+    let mut store = TokenStore::new(StoreConfig::default());
+    assert_eq!(store.newest(NAME, a), None);
+    store.insert(NAME, a, vec![1], at(0));
+    store.insert(NAME, a, vec![2], at(1));
+    assert_eq!(store.newest(NAME, a), Some(&[2][..]));
+    assert_eq!(store.len(), 2);
+    assert_eq!(store.take(NAME, a, at(2)), Some(vec![2]));
+    assert_eq!(store.newest(NAME, a), Some(&[1][..]));
+}
+
+#[test]
 fn empty_tokens_are_not_kept() {
     let mut store = TokenStore::new(StoreConfig::default());
     store.insert(NAME, addr("192.0.2.1:443"), Vec::new(), at(0));

@@ -46,7 +46,8 @@ fn saved() -> SavedPath<'static> {
 
 fn mint(server: &mut TokenServer<SimRng>, client: &str) -> Vec<u8> {
     server
-        .mint_bdp_token(addr(client), &saved(), at(T0), LIFETIME)
+        .new_saved_set(at(T0), LIFETIME)
+        .and_then(|set| server.mint_bdp_token(addr(client), &saved(), set))
         .unwrap()
 }
 
@@ -528,6 +529,53 @@ fn one_token_resumes_one_connection() {
 }
 
 #[test]
+fn sibling_tokens_of_one_saved_set_resume_once_until_the_set_expires() {
+    let mut server = server();
+    let client = addr("192.0.2.1:1");
+    let set = server.new_saved_set(at(T0), LIFETIME).unwrap();
+    // A connection's estimate grew: two tokens, two capacities, one set.
+    let early = server
+        .mint_bdp_token(
+            client,
+            &SavedPath {
+                capacity: 221_000,
+                ..saved()
+            },
+            set,
+        )
+        .unwrap();
+    let late = server
+        .mint_bdp_token(
+            client,
+            &SavedPath {
+                capacity: 568_000,
+                ..saved()
+            },
+            set,
+        )
+        .unwrap();
+    let guard = MemoryGuard::new(16);
+    let first = server
+        .validate(&late, client, at(T0 + 100), &guard)
+        .unwrap();
+    assert_eq!(
+        first.resume.map(|p| (p.saved_cwnd, p.set_id)),
+        Ok((568_000, set.id))
+    );
+    let sibling = server
+        .validate(&early, client, at(T0 + 100), &guard)
+        .unwrap();
+    assert_eq!(sibling.resume, Err(NoResume::AlreadyInUse));
+    assert!(sibling.address.is_validated());
+    // Both tokens expire with the set, one lifetime after it was drawn.
+    assert_eq!(set.expiry, at(T0 + 3600));
+    let expired = server
+        .validate(&early, client, at(T0 + 3600), &guard)
+        .unwrap();
+    assert_eq!(expired.resume, Err(NoResume::Expired));
+}
+
+#[test]
 fn parallel_presentation_of_one_token_resumes_exactly_once() {
     let mut server = server();
     let token = mint(&mut server, "192.0.2.1:1");
@@ -560,7 +608,8 @@ fn mint_refuses_unencodable_parameters() {
     let mut server = server();
     let client = addr("192.0.2.1:1");
     let mint = |server: &mut TokenServer<SimRng>, path: SavedPath<'_>| {
-        server.mint_bdp_token(client, &path, at(T0), LIFETIME)
+        let set = server.new_saved_set(at(T0), LIFETIME)?;
+        server.mint_bdp_token(client, &path, set)
     };
     assert_eq!(
         mint(

@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use careful_resume::{
-    Ack, BbrResume, CarefulResume, Config, Congestion, Observer, ObserverConfig, PacketSent, Phase,
-    SavedState, Transition, Trigger, WindowControl, WindowSample,
+    Ack, BbrResume, CapacitySample, CarefulResume, Config, Congestion, Observer, ObserverConfig,
+    PacketSent, Phase, SavedState, Transition, Trigger, WindowControl,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -92,7 +92,7 @@ fuzz_target!(|data: &[u8]| {
         ended: false,
     };
     let mut bbr = BbrResume::new(config, saved);
-    let mut observer = Observer::new(ObserverConfig::new(IW));
+    let mut observer = Observer::with_floor(ObserverConfig::new(IW), saved.cwnd);
 
     let mut now = Instant::now();
     let (mut next_pn, mut acked_pn, mut flight) = (0u64, 0u64, 0usize);
@@ -131,13 +131,23 @@ fuzz_target!(|data: &[u8]| {
                     now,
                 };
                 bbr.on_ack(&ack);
-                observer.on_window_sample(&WindowSample {
-                    cwnd: ack.cwnd,
-                    in_slow_start: op & 0x10 != 0,
-                    app_limited: op & 0x20 != 0,
+                let observed = observer.on_sample(&CapacitySample {
+                    delivery_rate: arg >> 16,
                     rtt,
+                    acked_bytes: acked,
                     now,
                 });
+                let observed = if op & 0x10 != 0 {
+                    observed.or(observer.on_idle(now))
+                } else {
+                    observed
+                };
+                if op & 0x20 != 0 {
+                    observer.on_congestion();
+                }
+                if let Some(o) = observed {
+                    assert!(o.saved_cwnd >= 4 * IW, "saved less than 4 x IW");
+                }
                 checker.cr.on_ack(&ack)
             }
             2 => {

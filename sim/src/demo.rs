@@ -50,11 +50,11 @@ pub fn run(dir: &Path) -> Result<String, SimError> {
             size,
             table::secs(Some(report.limit_s)),
             table::secs(report.first().completion_s),
-            table::secs(report.second().completion_s),
+            table::secs(report.last().completion_s),
             table::times(report.speedup),
             table::times(report.first().ratio_to_limit),
-            table::times(report.second().ratio_to_limit),
-            table::cr_summary(report.second()),
+            table::times(report.last().ratio_to_limit),
+            table::cr_summary(report.last()),
         ]);
     }
     let mut out = String::new();

@@ -11,8 +11,9 @@
 //! simulator wants the same bytes for the same seed, never secrecy.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
-use cr_endpoint::ex_token::{KeyRing, MemoryGuard, SimRng, TokenKey, TokenServer};
+use cr_endpoint::ex_token::{ExToken, KeyRing, MemoryGuard, SimRng, TokenKey, TokenServer};
 use cr_endpoint::{Accepted, ClientConfig, ResumeClient, ResumeServer};
 
 use crate::choices::AppKind;
@@ -59,6 +60,11 @@ pub struct EndpointSettings {
     pub resume: bool,
     /// Makes connection IDs differ between flows and seeds.
     pub seed: u64,
+    /// Whether the client closes a connection as soon as its download is
+    /// complete, like a command-line tool; otherwise it keeps it open until
+    /// its next connection starts, like an HTTP client's connection pool,
+    /// and receives the tokens the server sends after the last byte.
+    pub close_when_done: bool,
 }
 
 /// Settings shared by client and server configurations.
@@ -209,6 +215,16 @@ impl SimServer {
     }
 }
 
+/// The saved set a BDP token carries: Capacity and RTT, which a client can
+/// read (the server sealed them against change, not against reading).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenCapacity {
+    /// Capacity, bytes.
+    pub capacity: u64,
+    /// RTT.
+    pub rtt: Duration,
+}
+
 /// The client of one flow: it outlives its connections and keeps the tokens
 /// the server gave it, to present on the next connection.
 pub struct SimClient {
@@ -260,9 +276,36 @@ impl SimClient {
         })
     }
 
+    /// Whether a finished connection is closed at once (see
+    /// [`EndpointSettings::close_when_done`]).
+    pub fn closes_when_done(&self) -> bool {
+        self.settings.close_when_done
+    }
+
     /// Tokens received and not yet used.
     pub fn tokens(&self) -> usize {
         self.resume.store().len()
+    }
+
+    /// The saved set the next connection will present: none for a baseline,
+    /// which presents no token.
+    pub fn saved_set_to_present(&self, peer: SocketAddr) -> Option<TokenCapacity> {
+        self.settings
+            .resume
+            .then(|| self.next_saved_set(peer))
+            .flatten()
+    }
+
+    /// The saved set in the token the next connection would present, as the
+    /// client reads it in the clear (`None`: no token, or one without a
+    /// saved set).
+    pub fn next_saved_set(&self, peer: SocketAddr) -> Option<TokenCapacity> {
+        let token = self.resume.store().newest(SERVER_NAME, peer)?;
+        let bdp = ExToken::decode(token).ok()?.bdp()?.ok()?;
+        Some(TokenCapacity {
+            capacity: bdp.capacity,
+            rtt: Duration::from_micros(bdp.rtt_us),
+        })
     }
 
     /// Opens a new connection, presenting a kept token unless the scenario

@@ -70,6 +70,10 @@ struct RunArgs {
     /// Object size fetched on each connection, e.g. 1MiB.
     #[arg(long, default_value = "1MiB")]
     size: ByteSize,
+    /// A sequence of connections instead of two: the size each fetches, e.g.
+    /// 1MiB,10KiB,1MiB; each presents the newest token the client holds.
+    #[arg(long, value_delimiter = ',', conflicts_with = "size")]
+    sizes: Vec<ByteSize>,
     /// The server's congestion controller.
     #[arg(long, value_enum, default_value = "cubic")]
     cc: CongestionControl,
@@ -98,6 +102,11 @@ struct RunArgs {
     /// Application: HTTP/3 GET or one raw stream.
     #[arg(long, value_enum, default_value = "h3")]
     app: AppKind,
+    /// Close each connection as soon as its download is complete, as a
+    /// command-line tool does (default: keep it open until the next one, as
+    /// an HTTP client's connection pool does).
+    #[arg(long)]
+    close_when_done: bool,
     /// Do not present the token: the baseline.
     #[arg(long)]
     no_resume: bool,
@@ -117,7 +126,8 @@ impl RunArgs {
         Scenario {
             rate: self.rate,
             rtt: self.rtt,
-            size: self.size.0,
+            size: self.sizes.first().unwrap_or(&self.size).0,
+            later_sizes: self.sizes.iter().skip(1).map(|s| s.0).collect(),
             cc: self.cc,
             loss: self.loss,
             loss_windows: self.loss_windows.clone(),
@@ -128,6 +138,7 @@ impl RunArgs {
             seed: self.seed,
             app: self.app,
             resume: !self.no_resume,
+            close_when_done: self.close_when_done,
             ..Scenario::default()
         }
     }

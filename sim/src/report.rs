@@ -8,6 +8,7 @@ use qlog_cr::Trace;
 use serde::Serialize;
 use serde::Serializer;
 
+use crate::endpoint::TokenCapacity;
 use crate::link::SimTime;
 use crate::scenario::Scenario;
 use crate::session::SessionOutcome;
@@ -36,8 +37,10 @@ pub struct ScenarioView {
     pub rate_bps: u64,
     /// Round-trip propagation delay, seconds.
     pub rtt_s: f64,
-    /// Object size, bytes.
+    /// Object size of the first connection, bytes.
     pub size_bytes: u64,
+    /// Object sizes of the later connections, bytes.
+    pub later_sizes_bytes: Vec<u64>,
     /// Congestion controller: `cubic`, `reno` or `bbr2`.
     pub cc: &'static str,
     /// Application: `h3` or `stream`.
@@ -62,6 +65,9 @@ pub struct ScenarioView {
     pub resume: bool,
     /// Whether a competing long download shared the link.
     pub competing_flow: bool,
+    /// Whether the client closed each connection once its download was
+    /// complete (otherwise it kept it open until the next one).
+    pub close_when_done: bool,
 }
 
 impl ScenarioView {
@@ -71,6 +77,7 @@ impl ScenarioView {
             rate_bps: scenario.rate.bps(),
             rtt_s: round_s(scenario.rtt.as_secs_f64()),
             size_bytes: scenario.size,
+            later_sizes_bytes: scenario.sizes()[1..].to_vec(),
             cc: scenario.cc.name(),
             app: scenario.app.name(),
             loss: scenario.loss.value(),
@@ -83,6 +90,7 @@ impl ScenarioView {
             seed: scenario.seed,
             resume: scenario.resume,
             competing_flow: scenario.competing.is_some(),
+            close_when_done: scenario.close_when_done,
         }
     }
 }
@@ -145,6 +153,24 @@ impl CrReport {
     }
 }
 
+/// The saved set a BDP token carries, as the client reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TokenReport {
+    /// Capacity, bytes.
+    pub capacity_bytes: u64,
+    /// RTT, seconds.
+    pub rtt_s: f64,
+}
+
+impl From<TokenCapacity> for TokenReport {
+    fn from(token: TokenCapacity) -> Self {
+        TokenReport {
+            capacity_bytes: token.capacity,
+            rtt_s: round_s(token.rtt.as_secs_f64()),
+        }
+    }
+}
+
 /// The results of one connection.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ConnectionReport {
@@ -158,6 +184,13 @@ pub struct ConnectionReport {
     pub packets_sent: u64,
     /// Datagrams the server declared lost.
     pub packets_lost: u64,
+    /// Bytes fetched.
+    pub size_bytes: u64,
+    /// The saved set of the token the client presented (`null`: none, or a
+    /// token without one).
+    pub token_presented: Option<TokenReport>,
+    /// The saved set of the token the client would present next.
+    pub token_left: Option<TokenReport>,
     /// The physical limit 2*RTT + size/rate of this connection's path.
     pub limit_s: f64,
     /// Completion time over `limit_s`.
@@ -195,6 +228,9 @@ impl ConnectionReport {
                 .map(|c| round3(size as f64 * 8.0 / c.as_secs_f64() / 1e6)),
             packets_sent: stats.map_or(0, |s| s.sent as u64),
             packets_lost: stats.map_or(0, |s| s.lost as u64),
+            size_bytes: size,
+            token_presented: record.token_presented.map(TokenReport::from),
+            token_left: record.token_left.map(TokenReport::from),
             limit_s: round_s(limit_s),
             ratio_to_limit: completion.map(|c| round3(c.as_secs_f64() / limit_s)),
             cr,
@@ -225,9 +261,9 @@ pub struct Report {
     pub scenario: ScenarioView,
     /// 2*RTT + size/rate of the first connection's path, seconds.
     pub limit_s: f64,
-    /// The first and the second connection.
-    pub connections: [ConnectionReport; 2],
-    /// First completion time over second completion time.
+    /// Every connection, in order: the first, then each resumed one.
+    pub connections: Vec<ConnectionReport>,
+    /// First completion time over the last one's.
     pub speedup: Option<f64>,
     /// The competing flow, when there was one.
     pub competing: Option<CompetingReport>,
@@ -237,17 +273,31 @@ impl Report {
     /// The report of a finished session.
     pub fn of(outcome: &SessionOutcome) -> Report {
         let s = &outcome.scenario;
-        let [first, second] = &outcome.connections;
-        let first = ConnectionReport::of(first, s.size, s.limit(s.rate, s.rtt));
-        let second = ConnectionReport::of(second, s.size, s.limit(s.second_rate(), s.second_rtt()));
-        let speedup = match (first.completion_s, second.completion_s) {
+        let connections: Vec<ConnectionReport> = outcome
+            .connections
+            .iter()
+            .zip(s.sizes())
+            .enumerate()
+            .map(|(index, (record, size))| {
+                let limit = match index {
+                    0 => Scenario::limit(size, s.rate, s.rtt),
+                    _ => Scenario::limit(size, s.second_rate(), s.second_rtt()),
+                };
+                ConnectionReport::of(record, size, limit)
+            })
+            .collect();
+        let completion = |c: Option<&ConnectionReport>| c.and_then(|c| c.completion_s);
+        let speedup = match (
+            completion(connections.first()),
+            completion(connections.last()),
+        ) {
             (Some(a), Some(b)) if b > 0.0 => Some(round3(a / b)),
             _ => None,
         };
         Report {
             scenario: ScenarioView::of(s),
-            limit_s: round_s(s.limit(s.rate, s.rtt).as_secs_f64()),
-            connections: [first, second],
+            limit_s: round_s(Scenario::limit(s.size, s.rate, s.rtt).as_secs_f64()),
+            connections,
             speedup,
             competing: outcome.competing.map(|c| CompetingReport {
                 before_mbps: round3(c.before_bps / 1e6),
@@ -267,8 +317,10 @@ impl Report {
         &self.connections[0]
     }
 
-    /// The second connection.
-    pub fn second(&self) -> &ConnectionReport {
-        &self.connections[1]
+    /// The last connection (the second, in a two-connection session).
+    pub fn last(&self) -> &ConnectionReport {
+        self.connections
+            .last()
+            .expect("a session has at least two connections")
     }
 }

@@ -62,6 +62,13 @@ pub struct Scenario {
     /// A long download that starts when the first connection completes, so
     /// the second connection joins a link already in use.
     pub competing: Option<Competing>,
+    /// Sizes of the connections after the first, each presenting the newest
+    /// token the client holds; empty: one more connection of `size`.
+    pub later_sizes: Vec<u64>,
+    /// Whether the client closes each connection as soon as its download is
+    /// complete (a command-line tool) rather than keeping it open until the
+    /// next one (an HTTP client's connection pool, the default).
+    pub close_when_done: bool,
 }
 
 impl Default for Scenario {
@@ -84,6 +91,8 @@ impl Default for Scenario {
             jitter: Duration::ZERO,
             rate_steps: Vec::new(),
             competing: None,
+            later_sizes: Vec::new(),
+            close_when_done: false,
         }
     }
 }
@@ -97,24 +106,36 @@ impl Scenario {
         }
     }
 
-    /// Rate of the second connection's path.
+    /// The size of every connection, in order (at least two).
+    pub fn sizes(&self) -> Vec<u64> {
+        let later = match self.later_sizes.as_slice() {
+            [] => &[self.size][..],
+            later => later,
+        };
+        std::iter::once(self.size)
+            .chain(later.iter().copied())
+            .collect()
+    }
+
+    /// Rate of the path of the second and later connections.
     pub fn second_rate(&self) -> Rate {
         self.rate2.unwrap_or(self.rate)
     }
 
-    /// RTT of the second connection's path.
+    /// RTT of the path of the second and later connections.
     pub fn second_rtt(&self) -> Duration {
         self.rtt2.unwrap_or(self.rtt)
     }
 
-    /// The physical limit of one connection: 2 x RTT + size / rate.
-    pub fn limit(&self, rate: Rate, rtt: Duration) -> Duration {
-        2 * rtt + rate.serialisation(self.size)
+    /// The physical limit of a connection fetching `size` bytes: 2 x RTT +
+    /// size / rate.
+    pub fn limit(size: u64, rate: Rate, rtt: Duration) -> Duration {
+        2 * rtt + rate.serialisation(size)
     }
 
     /// Rejects parameters the simulator cannot run.
     pub fn check(&self) -> Result<(), SimError> {
-        if self.size == 0 {
+        if self.sizes().contains(&0) {
             return Err(SimError::Scenario(
                 "the size must be at least 1 byte".into(),
             ));

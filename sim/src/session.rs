@@ -1,5 +1,6 @@
-//! A session: connection 1 without a token, a gap, then connection 2 with
-//! whatever token connection 1 left, over the scenario's link.
+//! A session: connection 1 without a token, then after each gap one more
+//! connection presenting the newest token the client holds, over the
+//! scenario's link.
 
 use std::time::Duration;
 
@@ -43,8 +44,8 @@ pub struct CompetingThroughput {
 pub struct SessionOutcome {
     /// The scenario run.
     pub scenario: Scenario,
-    /// Connection 1 and connection 2.
-    pub connections: [ConnectionRecord; 2],
+    /// Every connection, in order (at least two).
+    pub connections: Vec<ConnectionRecord>,
     /// The competing flow's throughput, when there was one.
     pub competing: Option<CompetingThroughput>,
 }
@@ -152,6 +153,7 @@ fn run_in(
         app: scenario.app,
         resume: scenario.resume,
         seed: scenario.seed,
+        close_when_done: scenario.close_when_done,
     };
     let main = world.add_flow(endpoints, full_traces)?;
     let competitor = match scenario.competing {
@@ -159,24 +161,40 @@ fn run_in(
         None => None,
     };
 
-    world.start_connection(main, scenario.size, false)?;
+    let sizes = scenario.sizes();
+    world.start_connection(main, sizes[0], false)?;
     download(world, main)?;
     let first_done = world.now();
     if let (Some(flow), Some(c)) = (competitor, scenario.competing) {
         world.start_connection(flow, c.size, true)?;
     }
-    world.advance_to(first_done + scenario.gap)?;
 
-    switch_path(world, scenario);
-    let second_start = world.now();
-    let first = world
-        .start_connection(main, scenario.size, false)?
-        .ok_or_else(|| SimError::Stalled("the first connection vanished".into()))?;
-    download(world, main)?;
-    let second_done = world.now();
-    let second = world
-        .retire_connection(main)
-        .ok_or_else(|| SimError::Stalled("the second connection vanished".into()))?;
+    let vanished = || SimError::Stalled("a connection vanished".into());
+    let mut connections = Vec::with_capacity(sizes.len());
+    let (mut second_start, mut second_done) = (first_done, first_done);
+    for (index, &size) in sizes.iter().enumerate().skip(1) {
+        let previous_done = world.now();
+        world.advance_to(previous_done + scenario.gap)?;
+        if index == 1 {
+            switch_path(world, scenario);
+            second_start = world.now();
+        }
+        let previous = world
+            .start_connection(main, size, false)?
+            .ok_or_else(vanished)?;
+        connections.push(previous);
+        download(world, main)?;
+        if index == 1 {
+            second_done = world.now();
+        }
+    }
+    // The last connection, too, keeps the tokens that arrive after its last
+    // byte (unless the client closes at once), so its report says what a
+    // next connection would start from.
+    let last_done = world.now();
+    world.advance_to(last_done + scenario.gap)?;
+    connections.push(world.retire_connection(main).ok_or_else(vanished)?);
+    let second = &connections[1];
 
     let competing = competitor
         .and_then(|flow| world.flow(flow))
@@ -189,12 +207,12 @@ fn run_in(
             CompetingThroughput {
                 before_bps: throughput(bytes, before_from, second_start),
                 during_bps: throughput(bytes, second_start, second_done),
-                through_jump_bps: jump_span(&second).map(|(from, to)| throughput(bytes, from, to)),
+                through_jump_bps: jump_span(second).map(|(from, to)| throughput(bytes, from, to)),
             }
         });
     Ok(SessionOutcome {
         scenario: scenario.clone(),
-        connections: [first, second],
+        connections,
         competing,
     })
 }

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use crate::report::ConnectionReport;
 use crate::report::Report;
+use crate::report::TokenReport;
 use crate::units::ByteSize;
 
 /// Left-aligned first column, right-aligned others, two spaces apart.
@@ -70,6 +71,14 @@ pub fn cr_summary(c: &ConnectionReport) -> String {
     }
 }
 
+/// "first", "second", ... for the connections of a session.
+fn connection_name(index: usize) -> String {
+    const NAMES: [&str; 6] = ["first", "second", "third", "fourth", "fifth", "sixth"];
+    NAMES
+        .get(index)
+        .map_or_else(|| format!("#{}", index + 1), |name| name.to_string())
+}
+
 /// The human form of `cr-sim run`.
 pub fn session(report: &Report) -> String {
     let s = &report.scenario;
@@ -90,12 +99,17 @@ pub fn session(report: &Report) -> String {
         }
     );
     let _ = writeln!(out, "physical limit 2*RTT + L/B: {:.3} s\n", report.limit_s);
-    let rows: Vec<Vec<String>> = ["first", "second"]
+    let saved = |t: &Option<TokenReport>| {
+        t.map_or("-".into(), |t| format!("{} kB", t.capacity_bytes / 1000))
+    };
+    let rows: Vec<Vec<String>> = report
+        .connections
         .iter()
-        .zip(&report.connections)
-        .map(|(name, c)| {
+        .enumerate()
+        .map(|(index, c)| {
             vec![
-                name.to_string(),
+                connection_name(index),
+                ByteSize(c.size_bytes).to_string(),
                 secs(c.completion_s),
                 secs(c.ttfb_s),
                 c.goodput_mbps
@@ -103,6 +117,8 @@ pub fn session(report: &Report) -> String {
                 c.packets_sent.to_string(),
                 c.packets_lost.to_string(),
                 times(c.ratio_to_limit),
+                saved(&c.token_presented),
+                saved(&c.token_left),
                 cr_summary(c),
             ]
         })
@@ -110,19 +126,23 @@ pub fn session(report: &Report) -> String {
     out.push_str(&render(
         &[
             "connection",
+            "size",
             "completion",
             "TTFB",
             "goodput",
             "sent",
             "lost",
             "vs limit",
+            "saved in",
+            "saved out",
             "careful resume",
         ],
         &rows,
     ));
     let _ = writeln!(
         out,
-        "\nspeed-up (first / second): {}",
+        "\nspeed-up (first / {}): {}",
+        connection_name(report.connections.len() - 1),
         times(report.speedup)
     );
     if let Some(c) = &report.competing {
@@ -168,6 +188,9 @@ mod tests {
             goodput_mbps: None,
             packets_sent: 0,
             packets_lost: 0,
+            size_bytes: 1 << 20,
+            token_presented: None,
+            token_left: None,
             limit_s: 1.0,
             ratio_to_limit: None,
             cr: CrReport {

@@ -24,6 +24,7 @@ use crate::endpoint::EndpointSettings;
 use crate::endpoint::ServerConnection;
 use crate::endpoint::SimClient;
 use crate::endpoint::SimServer;
+use crate::endpoint::TokenCapacity;
 use crate::error::SimError;
 use crate::link::Fate;
 use crate::link::Link;
@@ -197,6 +198,8 @@ pub struct ConnectionPair {
     first_packet_at: Option<SimTime>,
     server_created_at: Option<SimTime>,
     closing: bool,
+    /// The saved set of the token the client presented.
+    token_presented: Option<TokenCapacity>,
 }
 
 impl ConnectionPair {
@@ -224,6 +227,11 @@ pub struct ConnectionRecord {
     pub server_qlog: Option<QlogBuffer>,
     /// The client's qlog, when kept.
     pub client_qlog: Option<QlogBuffer>,
+    /// The saved set of the token the client presented.
+    pub token_presented: Option<TokenCapacity>,
+    /// The saved set of the token the client would present next, once the
+    /// connection is over.
+    pub token_left: Option<TokenCapacity>,
 }
 
 /// A client and a server that run connections one after another.
@@ -343,6 +351,7 @@ impl World {
         f.generations += 1;
         let port = 40_000u16.wrapping_add(u16::try_from(generation).unwrap_or(0));
         let client_addr = SocketAddr::new(f.client_ip, port);
+        let token_presented = f.client.saved_set_to_present(f.server_addr);
         let client = f
             .client
             .connect(client_addr, f.server_addr, f.full_traces, &now)?;
@@ -357,6 +366,7 @@ impl World {
             first_packet_at: None,
             server_created_at: None,
             closing: false,
+            token_presented,
         });
         self.service_client(flow)?;
         Ok(previous)
@@ -365,7 +375,9 @@ impl World {
     /// Ends `flow`'s current connection where it stands and returns its
     /// record; datagrams still in flight for it are dropped on arrival.
     pub fn retire_connection(&mut self, flow: usize) -> Option<ConnectionRecord> {
-        let pair = self.flows.get_mut(flow)?.pair.take()?;
+        let f = self.flows.get_mut(flow)?;
+        let pair = f.pair.take()?;
+        let token_left = f.client.next_saved_set(f.server_addr);
         let server_stats = pair.server.as_ref().map(|s| s.conn_ref().stats());
         let server_qlog = pair.server.as_ref().map(|s| s.qlog().clone());
         let client_qlog = pair.client.qlog().cloned();
@@ -381,6 +393,8 @@ impl World {
             server_stats,
             server_qlog,
             client_qlog,
+            token_presented: pair.token_presented,
+            token_left,
         })
     }
 
@@ -582,7 +596,7 @@ impl World {
         };
         f.client.after_io(&mut pair.client, &now);
         pair.client_app.step(pair.client.conn(), now.sim)?;
-        if pair.client_app.is_done() && !pair.closing {
+        if pair.client_app.is_done() && !pair.closing && f.client.closes_when_done() {
             pair.closing = true;
             let _ = pair.client.conn().close(true, CLOSE_NO_ERROR, b"");
         }

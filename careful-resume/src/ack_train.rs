@@ -1,0 +1,112 @@
+//! The bottleneck rate a burst reveals: how fast the ACKs of packets sent
+//! back to back come back.
+//!
+//! A sender in slow start releases two packets for every one acknowledged,
+//! faster than the bottleneck can forward them; the bottleneck spaces them
+//! at its own rate, and so are their ACKs. A train of ACKs that arrive
+//! close together therefore measures the bottleneck's rate (or the share of
+//! it the connection got), rounds before the window reaches the path's
+//! bandwidth-delay product. A gap in the train (the sender ran short of
+//! data or window) ends it; a train counts once it has lasted a quarter of
+//! the min RTT and carried at least [`MIN_TRAIN_BYTES`], long enough for
+//! delayed and slightly bunched ACKs to average out.
+
+use std::time::{Duration, Instant};
+
+/// A train must acknowledge at least this much (about 20 packets) to count.
+const MIN_TRAIN_BYTES: usize = 24_000;
+
+/// The rate of the ACK trains seen so far.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AckTrain {
+    /// When the train's first ACK arrived (its bytes are not counted: they
+    /// crossed the bottleneck before it).
+    start: Option<Instant>,
+    /// When the train's latest ACK arrived.
+    last: Option<Instant>,
+    /// Bytes acknowledged after the first ACK.
+    bytes: usize,
+    /// The highest rate of a train long enough to count, bytes per second.
+    max_rate: u64,
+}
+
+impl AckTrain {
+    /// An ACK newly acknowledged `acked_bytes` at `now`.
+    pub(crate) fn on_ack(&mut self, acked_bytes: usize, min_rtt: Duration, now: Instant) {
+        if acked_bytes == 0 {
+            return;
+        }
+        let gap_ends_train = min_rtt / 8;
+        let (Some(start), Some(last)) = (self.start, self.last) else {
+            self.restart(now);
+            return;
+        };
+        if now.saturating_duration_since(last) > gap_ends_train {
+            self.restart(now);
+            return;
+        }
+        self.last = Some(now);
+        self.bytes = self.bytes.saturating_add(acked_bytes);
+        let span = now.saturating_duration_since(start);
+        if span >= min_rtt / 4 && self.bytes >= MIN_TRAIN_BYTES && !span.is_zero() {
+            let rate = self.bytes as u128 * 1_000_000_000 / span.as_nanos();
+            self.max_rate = self.max_rate.max(u64::try_from(rate).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// The highest rate a long enough train showed, bytes per second (0: none yet).
+    pub(crate) fn max_rate(&self) -> u64 {
+        self.max_rate
+    }
+
+    fn restart(&mut self, now: Instant) {
+        self.start = Some(now);
+        self.last = Some(now);
+        self.bytes = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// ACKs of `bytes` every `every`, `count` of them, from `from`.
+    fn train(t: &mut AckTrain, from: Instant, count: u32, every: Duration, bytes: usize) {
+        for i in 0..count {
+            t.on_ack(bytes, MS * 100, from + every * i);
+        }
+    }
+
+    #[test]
+    fn a_train_of_a_quarter_rtt_shows_its_rate() {
+        let mut t = AckTrain::default();
+        let start = Instant::now();
+        // 2,400 B every 2 ms: 1.2 MB/s; 12 ACKs span 22 ms, under 25 ms.
+        train(&mut t, start, 12, MS * 2, 2400);
+        assert_eq!(t.max_rate(), 0);
+        // The 14th ACK, 26 ms after the first: 13 x 2,400 B over 26 ms.
+        train(&mut t, start + MS * 24, 2, MS * 2, 2400);
+        assert_eq!(t.max_rate(), 1_200_000);
+    }
+
+    #[test]
+    fn a_gap_starts_a_new_train() {
+        let mut t = AckTrain::default();
+        let start = Instant::now();
+        train(&mut t, start, 10, MS * 2, 2400);
+        // 13 ms later (over 100 ms / 8): the next ACK starts a new train, so
+        // the 20 ms so far never count as one.
+        train(&mut t, start + MS * 31, 10, MS * 2, 2400);
+        assert_eq!(t.max_rate(), 0);
+    }
+
+    #[test]
+    fn a_short_train_of_few_bytes_does_not_count() {
+        let mut t = AckTrain::default();
+        // 1,000 B every 3 ms for 30 ms: 10,000 B, under MIN_TRAIN_BYTES.
+        train(&mut t, Instant::now(), 11, MS * 3, 1000);
+        assert_eq!(t.max_rate(), 0);
+    }
+}
