@@ -299,9 +299,11 @@ fn filling_the_jump_window_moves_to_validating() {
         Trigger::LastUnvalidatedPacketAcknowledged,
     );
     assert_eq!(t.pipesize, pkts(10 + 51 + 49));
+    // Slow start goes on up to the saved capacity (200 packets), more than
+    // PipeSize (110), then congestion avoidance.
     assert_eq!(
         (t.cwnd, t.ssthresh, t.saved_set_consumed),
-        (None, None, false)
+        (None, Some(pkts(200)), false)
     );
 }
 
