@@ -138,7 +138,7 @@ fuzz_target!(|data: &[u8]| {
                     now,
                 });
                 let observed = if op & 0x10 != 0 {
-                    observed.or(observer.on_idle(now))
+                    observed.or(observer.on_burst_end(now))
                 } else {
                     observed
                 };
