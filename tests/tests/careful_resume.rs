@@ -180,6 +180,32 @@ fn a_token_is_good_for_one_resumption_only() {
 }
 
 #[test]
+fn sibling_tokens_of_one_connection_resume_at_most_one_connection() {
+    use cr_endpoint::ex_token::{ExToken, NoResume};
+
+    let mut harness = Harness::new(Cc::CUBIC, RTT);
+    let mut first = harness.download(opaque_client(None, 1), FIRST, |_| false);
+    let bdp_tokens: Vec<(u64, Vec<u8>)> = std::iter::from_fn(|| first.client.new_token_next())
+        .filter_map(|token| {
+            let capacity = ExToken::decode(&token).ok()?.bdp()?.ok()?.capacity;
+            Some((capacity, token))
+        })
+        .collect();
+    // The estimate grew during the connection: several tokens, several
+    // capacities, one saved set.
+    assert!(bdp_tokens.len() >= 2, "{} BDP tokens", bdp_tokens.len());
+    let (smallest, largest) = (&bdp_tokens[0], &bdp_tokens[bdp_tokens.len() - 1]);
+    assert!(smallest.0 < largest.0, "{} then {}", smallest.0, largest.0);
+
+    let resumed = harness.download(opaque_client(Some(&largest.1), 2), FIRST, |_| false);
+    let sibling = harness.download(opaque_client(Some(&smallest.1), 3), FIRST, |_| false);
+
+    assert_eq!(resumed.server.resume.map(|s| s.saved_cwnd), Ok(largest.0));
+    assert_eq!(sibling.server.resume.unwrap_err(), NoResume::AlreadyInUse);
+    assert!(sibling.server.conn.careful_resume().is_none());
+}
+
+#[test]
 fn tokens_survive_a_lossy_path_and_resume_over_a_real_bottleneck() {
     use cr_sim::units::{Probability, Rate};
 
