@@ -95,6 +95,11 @@ pub struct Observation {
     pub saved_rtt: Duration,
     /// When it was observed.
     pub at: Instant,
+    /// Whether it is the estimate at the end of a burst (see
+    /// [`Observer::on_burst_end`]): the last word until the connection sends
+    /// more. A client that presents the older of its two newest tokens
+    /// (quinn) gets it only if it is sent twice.
+    pub end_of_burst: bool,
 }
 
 /// What the connection measured at one moment (typically on each ACK).
@@ -152,7 +157,7 @@ impl Observer {
         self.max_delivery_rate = self.max_delivery_rate.max(sample.delivery_rate);
         self.ack_train
             .on_ack(sample.acked_bytes, min_rtt, sample.now);
-        let candidate = self.candidate(self.measured(), sample.now)?;
+        let candidate = self.candidate(self.measured(), sample.now, false)?;
         let emit = match self.last {
             None => true,
             Some(last) => {
@@ -171,7 +176,7 @@ impl Observer {
     /// improves on the last emission, or when nothing was emitted yet.
     pub fn on_burst_end(&mut self, now: Instant) -> Option<Observation> {
         let best = self.measured().max(self.floor.unwrap_or(0));
-        let candidate = self.candidate(best, now)?;
+        let candidate = self.candidate(best, now, true)?;
         let emit = self
             .last
             .is_none_or(|last| candidate.saved_cwnd > last.saved_cwnd);
@@ -209,7 +214,12 @@ impl Observer {
         usize::try_from(bytes).unwrap_or(usize::MAX)
     }
 
-    fn candidate(&self, saved_cwnd: usize, now: Instant) -> Option<Observation> {
+    fn candidate(
+        &self,
+        saved_cwnd: usize,
+        now: Instant,
+        end_of_burst: bool,
+    ) -> Option<Observation> {
         if saved_cwnd < self.config.minimum_saved_cwnd() {
             return None;
         }
@@ -217,6 +227,7 @@ impl Observer {
             saved_cwnd,
             saved_rtt: self.min_rtt.get()?,
             at: now,
+            end_of_burst,
         })
     }
 

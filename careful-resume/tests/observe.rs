@@ -64,6 +64,15 @@ fn saved(cwnd: usize, rtt_ms: u32, at: Instant) -> Option<Observation> {
         saved_cwnd: cwnd,
         saved_rtt: MS * rtt_ms,
         at,
+        end_of_burst: false,
+    })
+}
+
+/// The same, emitted at the end of a burst.
+fn saved_at_end(cwnd: usize, rtt_ms: u32, at: Instant) -> Option<Observation> {
+    saved(cwnd, rtt_ms, at).map(|o| Observation {
+        end_of_burst: true,
+        ..o
     })
 }
 
@@ -146,7 +155,10 @@ fn the_end_of_a_burst_emits_the_final_estimate() {
     // Grew by 20% within the last round: too little for an emission...
     assert_eq!(feed.sample(300, 120_000, 100), None);
     // ...but it is the final estimate when the sender runs out of data.
-    assert_eq!(feed.burst_end(400), saved(120_000, 100, feed.at(400)));
+    assert_eq!(
+        feed.burst_end(400),
+        saved_at_end(120_000, 100, feed.at(400))
+    );
     // Nothing new at the next idle moment.
     assert_eq!(feed.burst_end(900), None);
 }
@@ -167,7 +179,10 @@ fn a_short_connection_hands_its_saved_set_on() {
     // Started from 1 MB and fetched 10 KiB: it measured nothing worth saving.
     let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
     assert_eq!(feed.sample(0, 1_000, 800), None);
-    assert_eq!(feed.burst_end(900), saved(1_000_000, 800, feed.at(900)));
+    assert_eq!(
+        feed.burst_end(900),
+        saved_at_end(1_000_000, 800, feed.at(900))
+    );
 }
 
 #[test]
@@ -176,7 +191,10 @@ fn a_resumed_connection_never_saves_less_than_it_started_from() {
     // What it measures goes out as it grows...
     assert_eq!(feed.sample(0, 60_000, 100), saved(60_000, 100, feed.at(0)));
     // ...but the end of the burst hands on the larger set it started from.
-    assert_eq!(feed.burst_end(500), saved(1_000_000, 100, feed.at(500)));
+    assert_eq!(
+        feed.burst_end(500),
+        saved_at_end(1_000_000, 100, feed.at(500))
+    );
     // Measuring more later replaces it.
     assert_eq!(
         feed.sample(1_000, 1_300_000, 100),
@@ -188,7 +206,10 @@ fn a_resumed_connection_never_saves_less_than_it_started_from() {
 fn congestion_withdraws_a_handed_on_set() {
     let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
     feed.sample(0, 300_000, 100).unwrap();
-    assert_eq!(feed.burst_end(200), saved(1_000_000, 100, feed.at(200)));
+    assert_eq!(
+        feed.burst_end(200),
+        saved_at_end(1_000_000, 100, feed.at(200))
+    );
     // The jump then retreats: the next sample replaces the set with what was measured.
     feed.observer.on_congestion();
     assert_eq!(

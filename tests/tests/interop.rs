@@ -11,13 +11,13 @@
 //! - quinn, unmodified from crates.io, keeps NEW_TOKEN tokens in its own
 //!   `TokenMemoryCache` and presents one on its next connection (RFC 9000,
 //!   Section 8.1.3): it speaks hq-interop. The cache keeps the two newest
-//!   tokens per server name and hands out the older of them, while the
-//!   server sends a BDP token each time its estimate grows: quinn resumes
-//!   from the second-to-last estimate, usually smaller than the last, so
-//!   its speed-up is smaller than cr-client's (whose store hands out the
-//!   newest token).
+//!   tokens per server name and hands out the older of them.
 //! - cr-client (the library behind the program) keeps its tokens in a token
 //!   file, over HTTP/3.
+//!
+//! Since the server sends its estimate at the end of a burst as two sibling
+//! tokens, quinn, too, presents it; and a short connection in between
+//! hands the saved set on.
 //!
 //! Each test takes about 10 s; they run one at a time so their timings do
 //! not disturb each other.
@@ -134,27 +134,27 @@ fn assert_resumed(first: &ConnectionReport, second: &ConnectionReport) {
     );
 }
 
-#[test]
-fn quinn_presents_tokens_and_gets_careful_resume() {
-    let _serial = serial();
-    let server = start_server();
-    let relay = start_relay(&server);
-    let cache = Arc::new(quinn_client::WatchedCache::default());
-
+/// Downloads with quinn over `relay`, one connection per size in turn, each
+/// lingering after its last byte for the server's late tokens.
+fn quinn_downloads(
+    relay: &RelayHandle,
+    cache: &Arc<quinn_client::WatchedCache>,
+    sizes: &[u64],
+) -> Vec<quinn_client::QuinnDownload> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let downloads = runtime.block_on(async {
+    runtime.block_on(async {
         let mut endpoint =
             quinn::Endpoint::client("127.0.0.1:0".parse().expect("address")).expect("endpoint");
         endpoint.set_default_client_config(quinn_client::client_config(
             &certs().join("cert.pem"),
-            Arc::clone(&cache),
+            Arc::clone(cache),
         ));
         let mut downloads = Vec::new();
-        for _ in 0..2 {
-            let download = quinn_client::download(&endpoint, relay.local_addr(), SIZE, LINGER);
+        for &size in sizes {
+            let download = quinn_client::download(&endpoint, relay.local_addr(), size, LINGER);
             let download = tokio::time::timeout(DOWNLOAD_TIMEOUT, download)
                 .await
                 .expect("download timed out")
@@ -164,7 +164,17 @@ fn quinn_presents_tokens_and_gets_careful_resume() {
         // Let the last CONNECTION_CLOSE leave before the runtime stops.
         let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
         downloads
-    });
+    })
+}
+
+#[test]
+fn quinn_presents_tokens_and_gets_careful_resume() {
+    let _serial = serial();
+    let server = start_server();
+    let relay = start_relay(&server);
+    let cache = Arc::new(quinn_client::WatchedCache::default());
+
+    let downloads = quinn_downloads(&relay, &cache, &[SIZE, SIZE]);
 
     let stored = cache.stored.lock().unwrap().clone();
     let taken = cache.taken.lock().unwrap().clone();
@@ -205,6 +215,56 @@ fn quinn_presents_tokens_and_gets_careful_resume() {
         downloads[1].completion < downloads[0].completion,
         "quinn's second download was not faster: {:?} vs {:?}",
         downloads[1].completion,
+        downloads[0].completion
+    );
+    drop(relay);
+    server.stop().expect("server stopped cleanly");
+}
+
+/// 2 MiB, 10 KiB, 2 MiB with quinn: the short connection resumes nothing
+/// (it has too little to send) and hands the saved set on in its own
+/// tokens, so the third connection resumes.
+#[test]
+fn quinn_keeps_careful_resume_across_a_short_connection() {
+    let _serial = serial();
+    let server = start_server();
+    let relay = start_relay(&server);
+    let cache = Arc::new(quinn_client::WatchedCache::default());
+
+    let downloads = quinn_downloads(&relay, &cache, &[SIZE, 10 << 10, SIZE]);
+
+    let reports: Vec<ConnectionReport> = (0..3)
+        .map(|_| {
+            server
+                .next_report(REPORT_TIMEOUT)
+                .expect("a connection report")
+        })
+        .collect();
+    for report in &reports {
+        eprintln!("server: {report}");
+    }
+    let [first, short, third] = &reports[..] else {
+        panic!("three connections");
+    };
+    assert_eq!(
+        (first.body_bytes, short.body_bytes, third.body_bytes),
+        (SIZE, 10 << 10, SIZE)
+    );
+    assert!(short.token_presented && !short.engaged(), "{short}");
+    assert!(
+        short.resume.is_ok(),
+        "the short connection's saved set: {short}"
+    );
+    assert!(third.token_presented, "{third}");
+    assert!(
+        third.engaged(),
+        "no Careful Resume after the short connection: {}",
+        third.resume_summary()
+    );
+    assert!(
+        downloads[2].completion < downloads[0].completion,
+        "quinn's third download was not faster: {:?} vs {:?}",
+        downloads[2].completion,
         downloads[0].completion
     );
     drop(relay);
