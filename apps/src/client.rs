@@ -231,7 +231,7 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
     let mut buf = vec![0u8; RECV_BUFFER];
     let give_up = start + options.timeout;
 
-    drain_connection(&mut conn, &mut outbox);
+    let mut next_send = drain_connection(&mut conn, &mut outbox);
     loop {
         let now = Instant::now();
         outbox.flush(&socket, now);
@@ -260,6 +260,7 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
 
         let deadline = [
             conn.timeout_instant(),
+            next_send,
             outbox.next_release(),
             done.map(|at| at + options.linger),
         ]
@@ -283,7 +284,7 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
         }
         app.step(&mut conn, now)?;
         resume.on_progress(&mut conn, name, peer, SystemTime::now());
-        drain_connection(&mut conn, &mut outbox);
+        next_send = drain_connection(&mut conn, &mut outbox);
     }
 
     if let Some(path) = &options.token_file {

@@ -137,12 +137,30 @@ impl Outbox {
     }
 }
 
-/// Moves every packet `conn` wants to send now into `outbox`.
-pub fn drain_connection(conn: &mut quiche::Connection, outbox: &mut Outbox) {
+/// Moves the packets `conn` may send now into `outbox`; returns when to
+/// call again if its pacer holds the next one back.
+///
+/// As quiche's own event loops do, quiche is only asked for a packet while
+/// its pacer's next release time lies within `max_release_into_future()`:
+/// quiche takes a packet as sent when `send()` returns it, so handing over a
+/// whole window at once would count the time the datagrams then wait here
+/// as round-trip time (BBR2 measured seconds at 600 ms and 19 kB/s pacing).
+pub fn drain_connection(conn: &mut quiche::Connection, outbox: &mut Outbox) -> Option<Instant> {
     let mut out = [0u8; MAX_DATAGRAM];
-    // Stops at Done, or at a fatal error that closed the connection (the
-    // caller sees that through is_closed()).
-    while let Ok((len, info)) = conn.send(&mut out) {
+    loop {
+        let now = Instant::now();
+        let horizon = conn.max_release_into_future();
+        let release = conn
+            .get_next_release_time()
+            .and_then(|decision| decision.time(now));
+        if let Some(release) = release.filter(|&at| at > now + horizon) {
+            return Some(release - horizon);
+        }
+        // Stops at Done, or at a fatal error that closed the connection (the
+        // caller sees that through is_closed()).
+        let Ok((len, info)) = conn.send(&mut out) else {
+            return None;
+        };
         outbox.push(info.at, info.to, &out[..len]);
     }
 }

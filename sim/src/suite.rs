@@ -44,9 +44,10 @@ fn ms(n: u64) -> Duration {
 /// The standard scenarios: the seed dissertation's chapter 6 (1 MiB at
 /// 10 Mbit/s and 800 ms, the RTT sweep for 1 MiB and 10 MiB, 5 % loss, the
 /// capacity drop), a path change, an expired token, a loss burst on CUBIC,
-/// a connection joining a link carried by a long flow, and sequences of
+/// a connection joining a link carried by a long flow, sequences of
 /// connections (the saved capacity converging, kept across a short
-/// connection, and a retreat when the path lost most of its capacity).
+/// connection, and a retreat when the path lost most of its capacity), and
+/// a BBR2 RTT sweep.
 pub fn cases() -> Vec<Case> {
     let base = Scenario::default();
     let mut cases = vec![Case {
@@ -149,7 +150,31 @@ pub fn cases() -> Vec<Case> {
             },
         },
     ]);
+    cases.extend(bbr2_sweep());
     cases
+}
+
+/// RTTs of [`bbr2_sweep`].
+pub const BBR2_SWEEP_RTTS_MS: [u64; 6] = [50, 200, 400, 600, 800, 1000];
+
+/// BBR2 on long paths (issue 14): 3 MB at 20 Mbit/s over RTTs from 50 ms
+/// to 1 s. Before quiche patch 0013 BBR2's first connection collapsed above
+/// 400 ms (22.8 s at 600 ms); it now stays within 1.2 x an ideal slow start.
+pub fn bbr2_sweep() -> Vec<Case> {
+    BBR2_SWEEP_RTTS_MS
+        .iter()
+        .map(|&rtt| Case {
+            name: format!("bbr2-3MB-{rtt}ms"),
+            about: "BBR2 RTT sweep, 3 MB at 20 Mbit/s",
+            scenario: Scenario {
+                rate: Rate::mbit(20),
+                rtt: ms(rtt),
+                size: 3_000_000,
+                cc: CongestionControl::Bbr2,
+                ..Scenario::default()
+            },
+        })
+        .collect()
 }
 
 /// The capacity drop: 10 Mbit/s on the first connection, 3 Mbit/s on the

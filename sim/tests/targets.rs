@@ -7,6 +7,9 @@
 //! builds only (`make sim-guards`, part of `make test`).
 #![cfg(not(debug_assertions))]
 
+use std::time::Duration;
+
+use cr_sim::choices::CongestionControl;
 use cr_sim::report::ConnectionReport;
 use cr_sim::suite;
 use cr_sim::units::Rate;
@@ -114,7 +117,7 @@ fn a_short_connection_between_two_large_ones_keeps_the_saved_set() {
 fn a_long_download_saves_the_paths_bdp() {
     let scenario = Scenario {
         rate: Rate::mbit(20),
-        rtt: std::time::Duration::from_millis(600),
+        rtt: Duration::from_millis(600),
         size: 10_000_000,
         ..Scenario::default()
     };
@@ -252,4 +255,71 @@ fn sequences_present_the_newest_token() {
     assert_eq!(r.connections[1].size_bytes, 10 << 10);
     assert_eq!(saved_in(&r.connections[1]), saved_out(r.first()));
     assert_eq!(r.last().size_bytes, MIB);
+}
+
+/// quiche's initial window: 10 datagrams of the simulator's 1350 bytes.
+const INITIAL_WINDOW: u64 = 13_500;
+
+/// The completion time of an ideal first connection over `scenario`'s path:
+/// a 1-RTT handshake, the request reaching the server half an RTT later, a
+/// slow start from the initial window that doubles every round trip, with
+/// no overhead and no overshoot, until a flight would fill the path's BDP,
+/// then the link's rate; the last byte arrives half an RTT after it leaves.
+/// No sender that starts from 10 packets and at most doubles per round trip
+/// (slow start, BBR's STARTUP) finishes earlier.
+fn ideal_slow_start_s(scenario: &Scenario) -> f64 {
+    let rtt = scenario.rtt.as_secs_f64();
+    let mut leaves = 1.5 * rtt;
+    let mut sent = 0;
+    let mut flight = INITIAL_WINDOW;
+    while sent + flight < scenario.size && scenario.rate.serialisation(flight) < scenario.rtt {
+        sent += flight;
+        flight *= 2;
+        leaves += rtt;
+    }
+    leaves
+        + scenario
+            .rate
+            .serialisation(scenario.size - sent)
+            .as_secs_f64()
+        + rtt / 2.0
+}
+
+/// BBR2 first connections on long paths (issue 14): 3 MB at 20 Mbit/s from
+/// 50 ms to 1 s ([`suite::bbr2_sweep`]), and 10 MiB at 600 ms.
+///
+/// Before quiche patch 0013, BBR2's min RTT kept quiche's 333 ms initial RTT
+/// for 10 s and the first connection collapsed: 3 MB took 5.23 s at 400 ms
+/// (1.27 x the ideal slow start of [`ideal_slow_start_s`]), 22.79 s at
+/// 600 ms (3.85 x), and 10 MiB at 600 ms 28.56 s (3.21 x). Measured since:
+/// 1.07 x (50 ms) rising to 1.18 x (1 s), 10 MiB 10.16 s (1.14 x). Guarded:
+/// at most 1.25 x.
+///
+/// The issue's targets in terms of the physical limit (2 x the limit at
+/// every RTT, 1.5 x for 10 MiB at 600 ms) are out of reach for any first
+/// connection starting from 10 packets: the ideal slow start itself takes
+/// 2.06 x the limit at 400 ms, 2.97 x at 1 s and 1.65 x for 10 MiB at 600 ms.
+#[test]
+fn bbr2_first_connection_keeps_up_with_an_ideal_slow_start_on_long_paths() {
+    let ten_mib = Scenario {
+        rate: Rate::mbit(20),
+        rtt: Duration::from_millis(600),
+        size: 10 << 20,
+        cc: CongestionControl::Bbr2,
+        ..Scenario::default()
+    };
+    let scenarios = suite::bbr2_sweep()
+        .into_iter()
+        .map(|case| case.scenario)
+        .chain([ten_mib]);
+    for scenario in scenarios {
+        let first = completion(report(&scenario.baseline()).first());
+        let ideal = ideal_slow_start_s(&scenario);
+        assert!(
+            first <= 1.25 * ideal,
+            "{} B at {:?}: first {first} s, ideal slow start {ideal} s",
+            scenario.size,
+            scenario.rtt
+        );
+    }
 }

@@ -180,11 +180,13 @@ impl Server {
         Ok(())
     }
 
-    /// The earliest of `limit`, a connection timer and a pacing release.
+    /// The earliest of `limit`, a connection timer, a connection's pacer
+    /// and a pacing release.
     fn next_deadline(&self, limit: Instant) -> Instant {
         self.sessions
             .values()
-            .filter_map(Session::timeout_instant)
+            .flat_map(|s| [s.timeout_instant(), s.next_send()])
+            .flatten()
             .chain(self.outbox.next_release())
             .fold(limit, Instant::min)
     }

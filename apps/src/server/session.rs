@@ -27,6 +27,8 @@ pub struct Session {
     completed: Option<Instant>,
     phases: Vec<Phase>,
     jump_window: Option<usize>,
+    /// When the pacer lets the connection send again, if it held a packet.
+    next_send: Option<Instant>,
 }
 
 impl Session {
@@ -47,6 +49,7 @@ impl Session {
             completed: None,
             phases: Vec::new(),
             jump_window: None,
+            next_send: None,
         };
         if let Some(dir) = qlog_dir {
             crate::qlog::attach(&mut session.accepted.conn, dir, "server")?;
@@ -65,6 +68,12 @@ impl Session {
         self.accepted.conn.timeout_instant()
     }
 
+    /// When the connection's pacer lets it send its next packet, if the last
+    /// [`Session::progress`] left one held back.
+    pub fn next_send(&self) -> Option<Instant> {
+        self.next_send
+    }
+
     /// Whether the connection has ended.
     pub fn is_closed(&self) -> bool {
         self.accepted.conn.is_closed()
@@ -76,7 +85,7 @@ impl Session {
     pub fn progress(&mut self, resume: &mut ResumeServer, outbox: &mut Outbox, now: Instant) {
         self.run_app(now);
         resume.on_progress(&mut self.accepted, SystemTime::now());
-        drain_connection(&mut self.accepted.conn, outbox);
+        self.next_send = drain_connection(&mut self.accepted.conn, outbox);
         // After sending: the phase can change when a packet goes out.
         self.track_resume();
     }
