@@ -14,7 +14,7 @@
 //!   - the bottleneck rate a burst reveals ([`AckTrain`]): in slow start
 //!     the sender releases two packets per ACK, faster than the bottleneck
 //!     drains them, so their ACKs return at the bottleneck's rate. A train
-//!     of ACKs lasting a quarter of the min RTT shows the path's rate
+//!     of ACKs lasting an eighth of the min RTT shows the path's rate
 //!     rounds before the window reaches the BDP. It counts for at most
 //!     twice the delivery per round trip, so the jump (saved / 2) never
 //!     exceeds what the path carried in one round trip of this connection.
@@ -44,12 +44,13 @@
 //!   last emission, at most once per minimum RTT (in slow start, about once
 //!   per doubling);
 //! - at the end of a burst ([`Observer::on_burst_end`]): when the sender
-//!   runs out of data (the token then travels with the last data, so even
-//!   a client that closes at once receives it), and again when all of it
-//!   has been acknowledged (the estimate is then final; a client that keeps
-//!   the connection open receives a better token). The floor counts only
-//!   here; if the path then shows congestion, the next emission replaces a
-//!   handed-on set with what was measured;
+//!   runs out of data, and again when all of it has been acknowledged (the
+//!   estimate is then final; a client that keeps the connection open
+//!   receives it);
+//! - a set the connection started from is handed on at the first sample,
+//!   so that a client that closes at once after a short download keeps it;
+//!   if the path then shows congestion, the next emission replaces it with
+//!   what was measured;
 //! - after the refresh interval (60 s) on a long-lived connection.
 
 use std::time::{Duration, Instant};
@@ -95,11 +96,11 @@ pub struct Observation {
     pub saved_rtt: Duration,
     /// When it was observed.
     pub at: Instant,
-    /// Whether it is the estimate at the end of a burst (see
-    /// [`Observer::on_burst_end`]): the last word until the connection sends
-    /// more. A client that presents the older of its two newest tokens
-    /// (quinn) gets it only if it is sent twice.
-    pub end_of_burst: bool,
+    /// Whether it is settled: the estimate at the end of a burst (see
+    /// [`Observer::on_burst_end`]) or a saved set handed on, the last word
+    /// until the connection measures more. A client that presents the older
+    /// of its two newest tokens (quinn) gets it only if it is sent twice.
+    pub settled: bool,
 }
 
 /// What the connection measured at one moment (typically on each ACK).
@@ -157,6 +158,14 @@ impl Observer {
         self.max_delivery_rate = self.max_delivery_rate.max(sample.delivery_rate);
         self.ack_train
             .on_ack(sample.acked_bytes, min_rtt, sample.now);
+        if self.last.is_none() {
+            if let Some(floor) = self.floor {
+                // A saved set handed on goes out at once, so that even a
+                // client that closes right after a short download keeps it.
+                let handed_on = self.candidate(self.measured().max(floor), sample.now, true)?;
+                return self.emit_if(true, handed_on);
+            }
+        }
         let candidate = self.candidate(self.measured(), sample.now, false)?;
         let emit = match self.last {
             None => true,
@@ -214,12 +223,7 @@ impl Observer {
         usize::try_from(bytes).unwrap_or(usize::MAX)
     }
 
-    fn candidate(
-        &self,
-        saved_cwnd: usize,
-        now: Instant,
-        end_of_burst: bool,
-    ) -> Option<Observation> {
+    fn candidate(&self, saved_cwnd: usize, now: Instant, settled: bool) -> Option<Observation> {
         if saved_cwnd < self.config.minimum_saved_cwnd() {
             return None;
         }
@@ -227,7 +231,7 @@ impl Observer {
             saved_cwnd,
             saved_rtt: self.min_rtt.get()?,
             at: now,
-            end_of_burst,
+            settled,
         })
     }
 

@@ -64,16 +64,13 @@ fn saved(cwnd: usize, rtt_ms: u32, at: Instant) -> Option<Observation> {
         saved_cwnd: cwnd,
         saved_rtt: MS * rtt_ms,
         at,
-        end_of_burst: false,
+        settled: false,
     })
 }
 
 /// The same, emitted at the end of a burst.
 fn saved_at_end(cwnd: usize, rtt_ms: u32, at: Instant) -> Option<Observation> {
-    saved(cwnd, rtt_ms, at).map(|o| Observation {
-        end_of_burst: true,
-        ..o
-    })
+    saved(cwnd, rtt_ms, at).map(|o| Observation { settled: true, ..o })
 }
 
 #[test]
@@ -95,11 +92,12 @@ fn a_burst_reveals_the_bottleneck_rate_up_to_twice_the_delivery() {
     let mut feed = Feed::new();
     // Slow start: 40,000 B delivered per round trip so far (not worth
     // saving), but a burst's ACKs return at 1.2 MB/s: once the train has
-    // lasted a quarter of the min RTT (26 ms), the path's BDP shows,
-    // 120,000 B, and counts up to twice what was delivered: 80,000 B.
+    // lasted an eighth of the min RTT and acknowledged 24,000 B (20 ms),
+    // the path's BDP shows, 120,000 B, and counts up to twice what was
+    // delivered: 80,000 B.
     assert_eq!(
         feed.ack_train(0, 14, 40_000),
-        saved(80_000, 100, feed.at(26))
+        saved(80_000, 100, feed.at(20))
     );
     // Once 60,000 B per round trip were delivered, the whole BDP counts.
     assert_eq!(
@@ -175,30 +173,32 @@ fn refreshes_after_sixty_seconds() {
 }
 
 #[test]
-fn a_short_connection_hands_its_saved_set_on() {
-    // Started from 1 MB and fetched 10 KiB: it measured nothing worth saving.
+fn a_short_connection_hands_its_saved_set_on_at_once() {
+    // Started from 1 MB and fetches 10 KiB: it measures nothing worth
+    // saving, and hands the set on at its first sample, so a client that
+    // closes right after the last byte still has it.
     let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
-    assert_eq!(feed.sample(0, 1_000, 800), None);
     assert_eq!(
-        feed.burst_end(900),
-        saved_at_end(1_000_000, 800, feed.at(900))
+        feed.sample(0, 1_000, 800),
+        saved_at_end(1_000_000, 800, feed.at(0))
     );
+    assert_eq!(feed.burst_end(900), None);
 }
 
 #[test]
 fn a_resumed_connection_never_saves_less_than_it_started_from() {
     let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
-    // What it measures goes out as it grows...
-    assert_eq!(feed.sample(0, 60_000, 100), saved(60_000, 100, feed.at(0)));
-    // ...but the end of the burst hands on the larger set it started from.
     assert_eq!(
-        feed.burst_end(500),
-        saved_at_end(1_000_000, 100, feed.at(500))
+        feed.sample(0, 60_000, 100),
+        saved_at_end(1_000_000, 100, feed.at(0))
     );
-    // Measuring more later replaces it.
+    // Measuring less changes nothing...
+    assert_eq!(feed.sample(500, 600_000, 100), None);
+    assert_eq!(feed.burst_end(600), None);
+    // ...measuring a quarter more replaces it.
     assert_eq!(
-        feed.sample(1_000, 1_300_000, 100),
-        saved(1_300_000, 100, feed.at(1_000))
+        feed.sample(1_000, 1_250_000, 100),
+        saved(1_250_000, 100, feed.at(1_000))
     );
 }
 
@@ -206,11 +206,8 @@ fn a_resumed_connection_never_saves_less_than_it_started_from() {
 fn congestion_withdraws_a_handed_on_set() {
     let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
     feed.sample(0, 300_000, 100).unwrap();
-    assert_eq!(
-        feed.burst_end(200),
-        saved_at_end(1_000_000, 100, feed.at(200))
-    );
-    // The jump then retreats: the next sample replaces the set with what was measured.
+    // The jump then retreats: the next sample replaces the set with what
+    // was measured, and the end of the burst has nothing better.
     feed.observer.on_congestion();
     assert_eq!(
         feed.sample(300, 300_000, 100),
@@ -220,13 +217,14 @@ fn congestion_withdraws_a_handed_on_set() {
 }
 
 #[test]
-fn congestion_drops_the_floor() {
+fn congestion_before_anything_went_out_drops_the_floor() {
     let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
-    feed.sample(0, 300_000, 100).unwrap();
     feed.observer.on_congestion();
-    // The set it started from is not handed on: what it measured is the last word.
+    assert_eq!(
+        feed.sample(0, 300_000, 100),
+        saved(300_000, 100, feed.at(0))
+    );
     assert_eq!(feed.burst_end(500), None);
-    assert_eq!(feed.observer.last().map(|o| o.saved_cwnd), Some(300_000));
 }
 
 #[test]

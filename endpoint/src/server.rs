@@ -202,10 +202,11 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 continue;
             };
             // Clients cache tokens differently: quic-go and aioquic present
-            // the newest, quinn the older of its two newest. The estimate at
-            // the end of a burst goes out as two sibling tokens, so that
-            // every client presents it (the guard admits one of them).
-            let copies = if observation.end_of_burst { 2 } else { 1 };
+            // the newest, quinn the older of its two newest. A settled
+            // estimate (the end of a burst, a set handed on) goes out as two
+            // sibling tokens, so that every client presents it (the guard
+            // admits one of them).
+            let copies = if observation.settled { 2 } else { 1 };
             for _ in 0..copies {
                 if let Ok(token) = self.tokens.mint_bdp_token(accepted.peer, &path, set) {
                     conn.send_new_token(&token).ok();

@@ -215,18 +215,20 @@ fn resuming_is_never_slower_nor_lossier_than_the_baseline() {
     }
 }
 
-/// 5 % random loss: over ten seeds, the median loss and completion time of
-/// the resumed connection are within 1.1 x and 1.02 x of the baseline's
-/// (one seed says little: the first and baseline runs of seed 1, the same
-/// conditions, took 36 s and 68 s).
+/// 5 % random loss: over twenty seeds, the median loss and completion time
+/// of the resumed connection are within 1.1 x and 1.02 x of the baseline's.
+/// One seed says little: the same 1 MiB download takes 30 to 84 s across
+/// seeds, and a resumed connection (which jumps when the loss spares its
+/// first round trip) is up to 2 x faster or 1.4 x slower than its baseline
+/// on the same seed.
 #[test]
-fn with_random_loss_the_medians_over_ten_seeds_hold() {
+fn with_random_loss_the_medians_over_twenty_seeds_hold() {
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        (v[4] + v[5]) / 2.0
+        (v[9] + v[10]) / 2.0
     };
     let (mut lost, mut time) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
-    for seed in 1..=10 {
+    for seed in 1..=20 {
         let scenario = Scenario {
             seed,
             ..case("loss-5pct")
@@ -239,6 +241,7 @@ fn with_random_loss_the_medians_over_ten_seeds_hold() {
     }
     let [lost_r, lost_b] = lost.map(median);
     let [time_r, time_b] = time.map(median);
+    eprintln!("medians over 20 seeds: lost {lost_r} vs {lost_b}, {time_r} s vs {time_b} s");
     assert!(lost_r <= 1.1 * lost_b, "median lost {lost_r} vs {lost_b}");
     assert!(
         time_r <= 1.02 * time_b,
