@@ -14,8 +14,11 @@
 //! Time is virtual ([`clock`]): the loop ([`world`]) jumps to the next
 //! datagram release (quiche's pacing time `SendInfo.at`), arrival or
 //! connection timer (`timeout_instant()`), and moves quiche's thread-local
-//! clock there. A session ([`session`]) runs connection 1, a gap, then
-//! connection 2, which presents the token connection 1 received.
+//! clock there. A session ([`session`]) runs connection 1, then after each
+//! gap one more connection (two in all unless the scenario lists more
+//! sizes), each presenting the newest token the client holds. The client
+//! keeps a finished connection open until its next one (or closes it at
+//! once: `close_when_done`).
 //!
 //! Every quiche connection is made in [`endpoint`]; that is where the
 //! Careful Resume integration plugs in.
@@ -38,20 +41,26 @@
 //! {
 //!   "scenario": {
 //!     "rate_bps": u64, "rtt_s": f64, "size_bytes": u64,
+//!     "later_sizes_bytes": [u64],  // sizes of connections 2, 3, ...
 //!     "cc": "cubic"|"reno"|"bbr2", "app": "h3"|"stream",
 //!     "loss": f64, "loss_windows": [{"from_s": f64, "to_s": f64, "loss": f64}],
 //!     "rate2_bps": u64|null, "rtt2_s": f64|null, "queue_bytes": u64,
 //!     "gap_s": f64, "jitter_s": f64, "seed": u64, "resume": bool,
-//!     "competing_flow": bool
+//!     "competing_flow": bool, "close_when_done": bool
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path
-//!   "connections": [             // [first, second]
+//!   "connections": [             // [first, second, ...]
 //!     {
 //!       "completion_s": f64|null, // client's first packet -> last body byte
 //!       "ttfb_s": f64|null,       // client's first packet -> first body byte
 //!       "goodput_mbps": f64|null, // size / completion
 //!       "packets_sent": u64,      // by the server
 //!       "packets_lost": u64,      // declared lost by the server
+//!       "size_bytes": u64,        // fetched by this connection
+//!       "token_presented": null | {"capacity_bytes": u64, "rtt_s": f64},
+//!       "token_left": null | {"capacity_bytes": u64, "rtt_s": f64},
+//!                                 // the saved set of the token presented,
+//!                                 // and of the one the next would present
 //!       "limit_s": f64,           // 2*RTT + size/rate of this connection's path
 //!       "ratio_to_limit": f64|null,
 //!       "cr": {                   // from the server's qlog
@@ -62,7 +71,7 @@
 //!       }
 //!     }, ...
 //!   ],
-//!   "speedup": f64|null,         // first completion / second completion
+//!   "speedup": f64|null,         // first completion / last completion
 //!   "competing": null | {        // the long download sharing the link
 //!     "before_mbps": f64,        // before the second connection (as long as it)
 //!     "during_mbps": f64,        // while the second connection ran
