@@ -24,5 +24,5 @@ for target in $(cargo +nightly fuzz list); do
         echo "fuzz: $target failed (full log in fuzz/$log)" >&2
         exit 1
     fi
-    grep -E '^#[0-9]+[[:space:]]+DONE|^stat::(number_of_executed_units|peak_rss_mb)' "$log" | sed "s/^/  $target: /" >&2
+    grep -a -E '^#[0-9]+[[:space:]]+DONE|^stat::(number_of_executed_units|peak_rss_mb)' "$log" | sed "s/^/  $target: /" >&2
 done
