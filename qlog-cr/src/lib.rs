@@ -98,6 +98,7 @@ mod jsonseq;
 mod phases;
 #[cfg(feature = "plot")]
 mod plot;
+mod read;
 mod summary;
 mod trace;
 mod wire;

@@ -1,14 +1,6 @@
-//! A trace read from a qlog file, as timelines.
+//! A trace read from a qlog file, as timelines (the `read` module reads one).
 
-use std::fs::File;
-use std::io::BufRead;
-use std::io::BufReader;
-use std::path::Path;
-
-use crate::builder::TraceBuilder;
-use crate::error::ReadError;
 use crate::event::CarefulResumePhaseUpdated;
-use crate::jsonseq::Records;
 
 /// A value at a point in time.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -158,38 +150,6 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// Reads a JSON-SEQ qlog trace (`.sqlog`).
-    ///
-    /// `name` is used when the trace has no title. Events the reader does not
-    /// use are skipped; events it uses must have the expected shape.
-    pub fn from_reader(reader: impl BufRead, name: &str) -> Result<Trace, ReadError> {
-        let mut builder = TraceBuilder::default();
-        let mut empty = true;
-        for record in Records::new(reader) {
-            builder.add(&record?)?;
-            empty = false;
-        }
-        if empty {
-            return Err(ReadError::Malformed {
-                line: 1,
-                record: 1,
-                reason: "no qlog records: the input is empty".to_string(),
-            });
-        }
-        Ok(builder.finish(name))
-    }
-
-    /// Reads a JSON-SEQ qlog trace file, named after the file when untitled.
-    pub fn from_path(path: impl AsRef<Path>) -> Result<Trace, ReadError> {
-        let path = path.as_ref();
-        let file = File::open(path)?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Trace::from_reader(BufReader::new(file), &name)
-    }
-
     /// Total packets lost.
     pub fn lost_packets(&self) -> u64 {
         self.losses.iter().map(|l| l.packets).sum()

@@ -6,7 +6,6 @@ use std::time::Duration;
 use qlog_cr::Phase;
 use qlog_cr::Trace;
 use serde::Serialize;
-use serde::Serializer;
 
 use crate::endpoint::TokenCapacity;
 use crate::link::SimTime;
@@ -23,11 +22,6 @@ fn round_s(seconds: f64) -> f64 {
 /// Rounds a rate or ratio to three decimals.
 fn round3(value: f64) -> f64 {
     (value * 1e3).round() / 1e3
-}
-
-/// Serialises a duration as seconds, to the microsecond.
-pub(crate) fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(round_s(d.as_secs_f64()))
 }
 
 /// The `scenario` object: the parameters of the session.
@@ -84,7 +78,7 @@ impl ScenarioView {
             loss_windows: scenario.loss_windows.clone(),
             rate2_bps: scenario.rate2.map(|r| r.bps()),
             rtt2_s: scenario.rtt2.map(|r| round_s(r.as_secs_f64())),
-            queue_bytes: scenario.queue.bytes(scenario.rate, scenario.rtt),
+            queue_bytes: scenario.queue_bytes(scenario.rate, scenario.rtt),
             gap_s: round_s(scenario.gap.as_secs_f64()),
             jitter_s: round_s(scenario.jitter.as_secs_f64()),
             seed: scenario.seed,

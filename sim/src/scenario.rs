@@ -5,6 +5,7 @@ use std::time::Duration;
 use crate::choices::AppKind;
 use crate::choices::CongestionControl;
 use crate::error::SimError;
+use crate::link::MAX_DATAGRAM;
 use crate::units::LossWindow;
 use crate::units::Probability;
 use crate::units::QueueLimit;
@@ -133,6 +134,13 @@ impl Scenario {
         2 * rtt + rate.serialisation(size)
     }
 
+    /// The drop-tail limit of a path of `rate` and `rtt`, in bytes: the
+    /// scenario's queue, never less than one full-size datagram so that the
+    /// link can carry anything.
+    pub fn queue_bytes(&self, rate: Rate, rtt: Duration) -> u64 {
+        self.queue.bytes(rate, rtt).max(MAX_DATAGRAM as u64)
+    }
+
     /// Rejects parameters the simulator cannot run.
     pub fn check(&self) -> Result<(), SimError> {
         if self.sizes().contains(&0) {
@@ -147,5 +155,21 @@ impl Scenario {
             return Err(SimError::Scenario("a loss of 100% never delivers".into()));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_queue_holds_at_least_one_datagram() {
+        let tiny = Scenario {
+            queue: QueueLimit::Bytes(10),
+            ..Scenario::default()
+        };
+        let (rate, rtt) = (tiny.rate, tiny.rtt);
+        assert_eq!(tiny.queue_bytes(rate, rtt), MAX_DATAGRAM as u64);
+        assert_eq!(Scenario::default().queue_bytes(rate, rtt), 1_000_000);
     }
 }

@@ -55,7 +55,7 @@ fn link_settings(scenario: &Scenario, rate: Rate, rtt: Duration) -> LinkSettings
     LinkSettings {
         delay: rtt / 2,
         jitter: scenario.jitter,
-        queue_bytes: scenario.queue.bytes(rate, rtt),
+        queue_bytes: scenario.queue_bytes(rate, rtt),
         loss: scenario.loss.value(),
         loss_windows: scenario.loss_windows.clone(),
     }
@@ -126,7 +126,7 @@ fn throughput(record_bytes: impl Fn(SimTime) -> u64, from: SimTime, to: SimTime)
 }
 
 /// Runs the session of `scenario`. With `full_traces` both endpoints of the
-/// main flow keep complete qlog traces (for [`crate::output`]); without, the
+/// main flow keep complete qlog traces (for writing them out); without, the
 /// servers keep only their Careful Resume events, all a report reads, which
 /// saves about a fifth of a long session's CPU time.
 ///

@@ -202,14 +202,12 @@ pub enum QueueLimit {
 }
 
 impl QueueLimit {
-    /// The limit in bytes on a path of `rate` and round trip `rtt`, never less
-    /// than one full-size datagram so that the link can carry anything.
+    /// The limit in bytes on a path of `rate` and round trip `rtt`.
     pub fn bytes(self, rate: Rate, rtt: Duration) -> u64 {
-        let bytes = match self {
+        match self {
             QueueLimit::Bytes(b) => b,
             QueueLimit::Bdp(multiple) => (rate.bytes_in(rtt) as f64 * multiple) as u64,
-        };
-        bytes.max(crate::link::MAX_DATAGRAM as u64)
+        }
     }
 }
 
@@ -236,10 +234,10 @@ impl FromStr for QueueLimit {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct LossWindow {
     /// Start of the window (seconds after the connection started).
-    #[serde(rename = "from_s", serialize_with = "crate::report::seconds")]
+    #[serde(rename = "from_s", serialize_with = "seconds")]
     pub from: Duration,
     /// End of the window, exclusive (seconds after the connection started).
-    #[serde(rename = "to_s", serialize_with = "crate::report::seconds")]
+    #[serde(rename = "to_s", serialize_with = "seconds")]
     pub to: Duration,
     /// Loss probability inside the window.
     pub loss: Probability,
@@ -278,6 +276,12 @@ impl FromStr for LossWindow {
             loss: loss.parse()?,
         })
     }
+}
+
+/// Serialises a duration as seconds, rounded to the microsecond like every
+/// time in the reports.
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((d.as_secs_f64() * 1e6).round() / 1e6)
 }
 
 #[cfg(test)]
@@ -346,7 +350,7 @@ mod tests {
             "64KiB".parse::<QueueLimit>().unwrap().bytes(rate, rtt),
             65_536
         );
-        assert_eq!(QueueLimit::Bytes(10).bytes(rate, rtt), 1350);
+        assert_eq!(QueueLimit::Bytes(10).bytes(rate, rtt), 10);
         assert!("0xBDP".parse::<QueueLimit>().is_err());
     }
 
