@@ -43,7 +43,7 @@
 //! - while the estimate grows, when it has grown by at least 25% over the
 //!   last emission, at most once per minimum RTT (in slow start, about once
 //!   per doubling);
-//! - at the end of a burst ([`Observer::on_burst_end`]): when the sender
+//! - at the end of a burst ([`Observer::on_sender_state`]): when the sender
 //!   runs out of data, and again when all of it has been acknowledged (the
 //!   estimate is then final; a client that keeps the connection open
 //!   receives it);
@@ -57,6 +57,7 @@ use std::time::{Duration, Instant};
 
 use crate::ack_train::AckTrain;
 use crate::min_filter::WindowedMin;
+use crate::phase::{Transition, Trigger};
 
 /// An emission needs the estimate to have grown by this fraction (1/4).
 const GROWTH_DIVISOR: usize = 4;
@@ -97,7 +98,7 @@ pub struct Observation {
     /// When it was observed.
     pub at: Instant,
     /// Whether it is settled: the estimate at the end of a burst (see
-    /// [`Observer::on_burst_end`]) or a saved set handed on, the last word
+    /// [`Observer::on_sender_state`]) or a saved set handed on, the last word
     /// until the connection measures more. A client that presents the older
     /// of its two newest tokens (quinn) gets it only if it is sent twice.
     pub settled: bool,
@@ -127,6 +128,9 @@ pub struct Observer {
     ack_train: AckTrain,
     floor: Option<usize>,
     last: Option<Observation>,
+    /// Whether the sender was application-limited after the last ACK: the
+    /// change to it marks the end of a burst.
+    app_limited: bool,
 }
 
 impl Observer {
@@ -139,6 +143,7 @@ impl Observer {
             ack_train: AckTrain::default(),
             floor: None,
             last: None,
+            app_limited: false,
         }
     }
 
@@ -180,16 +185,46 @@ impl Observer {
         self.emit_if(emit, candidate)
     }
 
-    /// A burst ended: the sender ran out of data, or everything it sent was
-    /// acknowledged. Returns the estimate (at least the floor) when it
-    /// improves on the last emission, or when nothing was emitted yet.
-    pub fn on_burst_end(&mut self, now: Instant) -> Option<Observation> {
+    /// The sender's state after an ACK: whether it is application-limited
+    /// (what it has left fits in the window) and what it has in flight. At
+    /// the end of a burst (it just ran out of data, or all of it has been
+    /// acknowledged) returns the estimate, at least the floor, when it
+    /// improves on the last emission or when nothing was emitted yet.
+    pub fn on_sender_state(
+        &mut self,
+        app_limited: bool,
+        bytes_in_flight: usize,
+        now: Instant,
+    ) -> Option<Observation> {
+        let ran_out = app_limited && !self.app_limited;
+        let drained = app_limited && bytes_in_flight == 0;
+        self.app_limited = app_limited;
+        if !(ran_out || drained) {
+            return None;
+        }
         let best = self.measured().max(self.floor.unwrap_or(0));
         let candidate = self.candidate(best, now, true)?;
         let emit = self
             .last
             .is_none_or(|last| candidate.saved_cwnd > last.saved_cwnd);
         self.emit_if(emit, candidate)
+    }
+
+    /// A Careful Resume phase change of this connection: one that discredits
+    /// the saved set it started from (congestion, a path or RTT change, the
+    /// set consumed) counts as congestion ([`Observer::on_congestion`]).
+    pub fn on_transition(&mut self, transition: &Transition) {
+        let discredited = transition.saved_set_consumed
+            || matches!(
+                transition.trigger,
+                Trigger::PacketLoss
+                    | Trigger::EcnCe
+                    | Trigger::PathChanged
+                    | Trigger::RttNotValidated
+            );
+        if discredited {
+            self.on_congestion();
+        }
     }
 
     /// The path showed congestion (loss, ECN-CE, a Careful Resume retreat,

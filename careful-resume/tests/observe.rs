@@ -2,7 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use careful_resume::{CapacitySample, Observation, Observer, ObserverConfig};
+use careful_resume::{
+    CapacitySample, Observation, Observer, ObserverConfig, Phase, SavedState, Transition, Trigger,
+};
 
 const MSS: usize = 1200;
 const IW: usize = 10 * MSS;
@@ -55,7 +57,7 @@ impl Feed {
     }
 
     fn burst_end(&mut self, ms: u64) -> Option<Observation> {
-        self.observer.on_burst_end(self.at(ms))
+        self.observer.on_sender_state(true, 0, self.at(ms))
     }
 }
 
@@ -214,6 +216,45 @@ fn congestion_withdraws_a_handed_on_set() {
         saved(300_000, 100, feed.at(300))
     );
     assert_eq!(feed.burst_end(400), None);
+}
+
+#[test]
+fn only_phase_changes_that_discredit_the_set_drop_the_floor() {
+    let change = |to, trigger, saved_set_consumed| Transition {
+        from: Phase::Unvalidated,
+        to,
+        trigger,
+        cwnd: None,
+        ssthresh: None,
+        pipesize: 0,
+        first_unvalidated_pn: None,
+        last_unvalidated_pn: None,
+        saved: SavedState {
+            cwnd: 1_000_000,
+            rtt: MS * 100,
+        },
+        saved_set_consumed,
+        at: Instant::now(),
+    };
+    for (transition, kept) in [
+        (
+            change(Phase::Validating, Trigger::LastUnvalidatedPacketSent, false),
+            true,
+        ),
+        (change(Phase::Normal, Trigger::RateLimited, false), true),
+        (change(Phase::SafeRetreat, Trigger::PacketLoss, true), false),
+        (
+            change(Phase::Normal, Trigger::RttNotValidated, false),
+            false,
+        ),
+        (change(Phase::Normal, Trigger::PathChanged, false), false),
+    ] {
+        let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+        feed.observer.on_transition(&transition);
+        let first = feed.sample(0, 300_000, 100).map(|o| o.saved_cwnd);
+        let expected = if kept { 1_000_000 } else { 300_000 };
+        assert_eq!(first, Some(expected), "{transition:?}");
+    }
 }
 
 #[test]

@@ -138,7 +138,7 @@ fuzz_target!(|data: &[u8]| {
                     now,
                 });
                 let observed = if op & 0x10 != 0 {
-                    observed.or(observer.on_burst_end(now))
+                    observed.or(observer.on_sender_state(op & 0x40 != 0, flight, now))
                 } else {
                     observed
                 };
@@ -177,6 +177,9 @@ fuzz_target!(|data: &[u8]| {
                 None
             }
         };
+        if let Some(t) = &transition {
+            observer.on_transition(t);
+        }
         checker.check(transition);
         let _ = (checker.cr.pacing_rate(), checker.cr.pacing_interval(MSS));
     }

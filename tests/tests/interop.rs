@@ -93,20 +93,26 @@ fn start_relay(server: &ServerHandle) -> RelayHandle {
     RelayHandle::spawn(relay).expect("relay threads")
 }
 
-/// The server's reports of the first (no token) and second (token)
-/// connection.
-fn first_and_second(server: &ServerHandle) -> (ConnectionReport, ConnectionReport) {
-    let mut reports: Vec<ConnectionReport> = (0..2)
+/// The server's reports of its next `count` connections, as they end.
+fn server_reports(server: &ServerHandle, count: usize) -> Vec<ConnectionReport> {
+    let reports: Vec<ConnectionReport> = (0..count)
         .map(|_| {
             server
                 .next_report(REPORT_TIMEOUT)
                 .expect("a connection report")
         })
         .collect();
-    reports.sort_by_key(|r| r.token_presented);
     for report in &reports {
         eprintln!("server: {report}");
     }
+    reports
+}
+
+/// The server's reports of the first (no token) and second (token)
+/// connection.
+fn first_and_second(server: &ServerHandle) -> (ConnectionReport, ConnectionReport) {
+    let mut reports = server_reports(server, 2);
+    reports.sort_by_key(|r| r.token_presented);
     let second = reports.pop().expect("two reports");
     let first = reports.pop().expect("two reports");
     (first, second)
@@ -233,16 +239,7 @@ fn quinn_keeps_careful_resume_across_a_short_connection() {
 
     let downloads = quinn_downloads(&relay, &cache, &[SIZE, 10 << 10, SIZE]);
 
-    let reports: Vec<ConnectionReport> = (0..3)
-        .map(|_| {
-            server
-                .next_report(REPORT_TIMEOUT)
-                .expect("a connection report")
-        })
-        .collect();
-    for report in &reports {
-        eprintln!("server: {report}");
-    }
+    let reports = server_reports(&server, 3);
     let [first, short, third] = &reports[..] else {
         panic!("three connections");
     };
