@@ -88,6 +88,7 @@ pub fn no_resume_reason(why: &NoResume, token_presented: bool) -> String {
         NoResume::AddressMismatch => "client is on another network".into(),
         NoResume::RequestedZero => "client opted out (requested capacity 0)".into(),
         NoResume::AlreadyInUse => "saved capacity already used by another connection".into(),
+        NoResume::GuardUnavailable => "the guard could not confirm the saved set is unused".into(),
         NoResume::Invalid(e) => format!("invalid token ({e})"),
     }
 }

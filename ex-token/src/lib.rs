@@ -157,7 +157,7 @@ pub use bdp::{BdpDecodeError, BdpToken};
 pub use client::{lower_requested_capacity, LowerError};
 pub use codepoints::{ErrorCodes, BDP_TOKEN_ERROR, EX_TOKEN_ENABLED, EX_TOKEN_ERROR, TP_EX_TOKEN};
 pub use extension_id::ExtensionId;
-pub use guard::{MemoryGuard, SetId, TokenGuard};
+pub use guard::{Claim, ClaimAnswer, ClaimOutcome, MemoryGuard, SetId, TokenGuard};
 pub use keys::{KeyError, KeyRing, OpenError, TokenKey, KEY_LEN, MAX_PREVIOUS_KEYS};
 pub use outcome::{
     AddressStatus, InvalidToken, NoResume, SavedParameters, TokenRejected, Validation,

@@ -49,7 +49,7 @@ pub struct SavedParameters {
     pub capacity: u64,
     /// Requested Capacity as presented by the client, in bytes.
     pub requested_capacity: u64,
-    /// The saved set's id, now claimed in the guard.
+    /// The saved set's id, which the guard claims.
     pub set_id: SetId,
     /// When the saved parameters stop being usable (the set's expiry).
     pub expiry: SystemTime,
@@ -74,6 +74,9 @@ pub enum NoResume {
     /// Another connection already resumed from this saved set (with this
     /// token or a sibling).
     AlreadyInUse,
+    /// The guard could not tell whether the set is in use (unreachable,
+    /// too slow, full): the connection does not resume (fail closed).
+    GuardUnavailable,
     /// The token or its BDP_TOKEN extension is invalid.
     Invalid(InvalidToken),
 }

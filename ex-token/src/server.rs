@@ -8,9 +8,9 @@ use crate::keys::{MAX_PLAINTEXT, OPEN_BUF, SEAL_OVERHEAD};
 use crate::payload::{bdp_bound, AddressPayload, BdpPayload, ADDRESS_LABEL, BDP_LABEL};
 use crate::time::{expiry, from_unix_secs, unix_secs};
 use crate::{
-    AddressPrefixes, AddressStatus, BdpToken, EncodeError, ErrorCodes, ExToken, ExTokenBuilder,
-    Extras, InvalidToken, KeyRing, NoResume, Rng, SavedParameters, SetId, SystemRng, TokenGuard,
-    TokenRejected, Validation,
+    AddressPrefixes, AddressStatus, BdpToken, ClaimOutcome, EncodeError, ErrorCodes, ExToken,
+    ExTokenBuilder, Extras, InvalidToken, KeyRing, NoResume, Rng, SavedParameters, SetId,
+    SystemRng, TokenGuard, TokenRejected, Validation,
 };
 
 /// What to do with a token that is present but invalid.
@@ -231,7 +231,10 @@ impl<R: Rng> TokenServer<R> {
         Ok(builder.finish()?)
     }
 
-    /// Validates a token from a client's Initial packet.
+    /// Validates a token from a client's Initial packet and claims its
+    /// saved set, waiting for the guard's answer: the blocking convenience
+    /// for simple servers (see [`TokenServer::validate_unclaimed`] for a
+    /// server that must not wait).
     ///
     /// `now` is the current wall-clock time. When everything checks out,
     /// the saved set's id is claimed in `guard`, so parallel connections
@@ -245,7 +248,35 @@ impl<R: Rng> TokenServer<R> {
         now: SystemTime,
         guard: &dyn TokenGuard,
     ) -> Result<Validation, TokenRejected> {
-        let validation = self.check(token, client.ip(), now, guard);
+        let mut validation = self.validate_unclaimed(token, client, now)?;
+        if let Ok(saved) = validation.resume {
+            match guard.claim(saved.set_id, saved.expiry, now) {
+                ClaimOutcome::Granted => {}
+                ClaimOutcome::Taken => validation.resume = Err(NoResume::AlreadyInUse),
+                ClaimOutcome::Pending | ClaimOutcome::Unavailable => {
+                    validation.resume = Err(NoResume::GuardUnavailable)
+                }
+            }
+        }
+        Ok(validation)
+    }
+
+    /// Validates a token from a client's Initial packet without claiming
+    /// its saved set: `resume` is `Ok` when the set may be used provided the
+    /// caller's claim of [`SavedParameters::set_id`] until
+    /// [`SavedParameters::expiry`] is granted
+    /// ([`TokenGuard::start_claim`]). A server whose guard answers over the
+    /// network starts the claim here and waits for it only when the sender
+    /// would jump.
+    ///
+    /// Under the default [`Policy::Lenient`] this never returns an error.
+    pub fn validate_unclaimed(
+        &self,
+        token: &[u8],
+        client: SocketAddr,
+        now: SystemTime,
+    ) -> Result<Validation, TokenRejected> {
+        let validation = self.check(token, client.ip(), now);
         if self.config.policy == Policy::Lenient {
             return Ok(validation);
         }
@@ -272,13 +303,7 @@ impl<R: Rng> TokenServer<R> {
         }
     }
 
-    fn check(
-        &self,
-        token: &[u8],
-        ip: IpAddr,
-        now: SystemTime,
-        guard: &dyn TokenGuard,
-    ) -> Validation {
+    fn check(&self, token: &[u8], ip: IpAddr, now: SystemTime) -> Validation {
         if token.is_empty() {
             return Validation {
                 address: AddressStatus::Absent,
@@ -299,7 +324,7 @@ impl<R: Rng> TokenServer<R> {
         let resume = match token.bdp() {
             None => Err(NoResume::Absent),
             Some(Err(e)) => Err(NoResume::Invalid(InvalidToken::BdpStructure(e))),
-            Some(Ok(bdp)) => self.check_bdp(&bdp, ip, now, guard),
+            Some(Ok(bdp)) => self.check_bdp(&bdp, ip, now),
         };
         Validation { address, resume }
     }
@@ -326,7 +351,6 @@ impl<R: Rng> TokenServer<R> {
         bdp: &BdpToken<'_>,
         ip: IpAddr,
         now: SystemTime,
-        guard: &dyn TokenGuard,
     ) -> Result<SavedParameters, NoResume> {
         if bdp.private_data.is_empty() {
             return Err(NoResume::Unprotected);
@@ -351,18 +375,13 @@ impl<R: Rng> TokenServer<R> {
         if bdp.requested_capacity == 0 {
             return Err(NoResume::RequestedZero);
         }
-        let set_id = SetId(payload.set_id);
-        let expiry = from_unix_secs(payload.expiry);
-        if !guard.claim(set_id, expiry, now) {
-            return Err(NoResume::AlreadyInUse);
-        }
         Ok(SavedParameters {
             saved_cwnd: bdp.capacity.min(bdp.requested_capacity),
             saved_rtt: Duration::from_micros(bdp.rtt_us),
             capacity: bdp.capacity,
             requested_capacity: bdp.requested_capacity,
-            set_id,
-            expiry,
+            set_id: SetId(payload.set_id),
+            expiry: from_unix_secs(payload.expiry),
             extras: payload.extras,
         })
     }
