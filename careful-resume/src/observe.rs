@@ -221,6 +221,7 @@ impl Observer {
                     | Trigger::EcnCe
                     | Trigger::PathChanged
                     | Trigger::RttNotValidated
+                    | Trigger::SavedSetNotGranted
             );
         if discredited {
             self.on_congestion();

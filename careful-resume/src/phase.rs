@@ -58,6 +58,10 @@ pub enum Trigger {
     EcnCe,
     /// Loss recovery after a Safe Retreat has completed.
     ExitRecovery,
+    /// The one-user-per-set guard did not grant the saved set before the
+    /// jump (taken by another connection, or no answer in time). A project
+    /// extension: the qlog draft lists no trigger for it.
+    SavedSetNotGranted,
 }
 
 impl Trigger {
@@ -75,6 +79,7 @@ impl Trigger {
             Trigger::PacketLoss => "packet_loss",
             Trigger::EcnCe => "ECN_CE",
             Trigger::ExitRecovery => "exit_recovery",
+            Trigger::SavedSetNotGranted => "saved_set_not_granted",
         }
     }
 }

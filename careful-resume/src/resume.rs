@@ -30,6 +30,9 @@ pub struct CarefulResume {
     unvalidated_since: Option<Instant>,
     current_rtt: Duration,
     saved_set_consumed: bool,
+    /// The guard has not yet answered whether this connection may use the
+    /// saved set: the jump waits for it.
+    claim_pending: bool,
 }
 
 impl CarefulResume {
@@ -49,7 +52,37 @@ impl CarefulResume {
             unvalidated_since: None,
             current_rtt: saved.rtt,
             saved_set_consumed: false,
+            claim_pending: false,
         }
+    }
+
+    /// Holds the jump until the one-user-per-set guard has answered
+    /// ([`CarefulResume::on_claim`]). A guard across the network answers
+    /// after the connection has started, usually well within the round trip
+    /// Reconnaissance lasts; if the sender is ready to jump first, Careful
+    /// Resume ends (fail closed: two connections must never jump from one
+    /// saved set).
+    pub fn await_claim(&mut self) {
+        if self.phase == Phase::Reconnaissance {
+            self.claim_pending = true;
+        }
+    }
+
+    /// The guard answered the claim [`CarefulResume::await_claim`] waits
+    /// for: a grant lets the jump go ahead, anything else ends Careful
+    /// Resume. Answers nobody waits for (none awaited, or too late) are
+    /// ignored.
+    pub fn on_claim(&mut self, granted: bool, now: Instant) -> Option<Transition> {
+        if !self.claim_pending || !self.is_active() {
+            return None;
+        }
+        self.claim_pending = false;
+        (!granted).then(|| self.end(Trigger::SavedSetNotGranted, None, None, now))
+    }
+
+    /// Whether the jump still waits for the guard's answer.
+    pub fn is_claim_pending(&self) -> bool {
+        self.claim_pending && self.is_active()
     }
 
     /// Call after sending an application-space packet that counts in flight.
@@ -261,6 +294,9 @@ impl CarefulResume {
         match self.recon.verdict(&self.config, self.jump_window, cwnd) {
             Verdict::Wait => None,
             Verdict::Abandon(trigger) => Some(self.end(trigger, None, None, now)),
+            Verdict::Ready if self.claim_pending => {
+                Some(self.end(Trigger::SavedSetNotGranted, None, None, now))
+            }
             Verdict::Ready => {
                 self.pipesize = bytes_in_flight;
                 self.unvalidated_since = Some(now);

@@ -248,6 +248,10 @@ fn only_phase_changes_that_discredit_the_set_drop_the_floor() {
             false,
         ),
         (change(Phase::Normal, Trigger::PathChanged, false), false),
+        (
+            change(Phase::Normal, Trigger::SavedSetNotGranted, false),
+            false,
+        ),
     ] {
         let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
         feed.observer.on_transition(&transition);

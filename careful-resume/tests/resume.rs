@@ -49,6 +49,84 @@ fn jumps_when_cwnd_limited_after_the_handshake_flight_is_acked() {
     assert!(cr.suppresses_growth());
 }
 
+/// Reconnaissance up to the packet that fills the initial window, with the
+/// handshake flight acknowledged: the next event decides the jump.
+fn ready_to_jump(cr: &mut CarefulResume, clock: &Clock) -> Option<Transition> {
+    handshake_acked(cr, clock);
+    for pn in 0..9 {
+        assert_eq!(
+            cr.on_packet_sent(&sent(pn, pkts(pn as usize + 1), false, clock.at(101))),
+            None
+        );
+    }
+    cr.on_packet_sent(&sent(9, pkts(10), true, clock.at(101)))
+}
+
+#[test]
+fn a_granted_claim_lets_the_jump_go_ahead() {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    cr.await_claim();
+    assert!(cr.is_claim_pending());
+    assert_eq!(cr.on_claim(true, clock.at(50)), None);
+    assert!(!cr.is_claim_pending());
+    let t = assert_change(
+        ready_to_jump(&mut cr, &clock),
+        Phase::Reconnaissance,
+        Phase::Unvalidated,
+        Trigger::CongestionWindowLimited,
+    );
+    assert_eq!(t.cwnd, Some(pkts(100)));
+}
+
+#[test]
+fn a_refused_claim_ends_careful_resume_without_touching_the_window() {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    cr.await_claim();
+    let t = assert_change(
+        cr.on_claim(false, clock.at(50)),
+        Phase::Reconnaissance,
+        Phase::Normal,
+        Trigger::SavedSetNotGranted,
+    );
+    assert_eq!((t.cwnd, t.ssthresh), (None, None));
+    // The set was never this connection's to consume.
+    assert!(!t.saved_set_consumed);
+    assert!(!cr.is_active());
+    assert_eq!(ready_to_jump(&mut cr, &clock), None);
+}
+
+#[test]
+fn no_answer_by_the_time_of_the_jump_means_no_jump() {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    cr.await_claim();
+    let t = assert_change(
+        ready_to_jump(&mut cr, &clock),
+        Phase::Reconnaissance,
+        Phase::Normal,
+        Trigger::SavedSetNotGranted,
+    );
+    assert_eq!((t.cwnd, t.ssthresh), (None, None));
+    assert_eq!(cr.window(), None);
+    // A grant arriving after the moment has passed changes nothing.
+    assert_eq!(cr.on_claim(true, clock.at(102)), None);
+    assert_eq!(cr.phase(), Phase::Normal);
+}
+
+#[test]
+fn an_answer_nobody_awaits_is_ignored() {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    assert_eq!(cr.on_claim(false, clock.at(50)), None);
+    assert_eq!(cr.phase(), Phase::Reconnaissance);
+    assert!(ready_to_jump(&mut cr, &clock).is_some_and(|t| t.to == Phase::Unvalidated));
+    // Once jumped, a claim can no longer be awaited.
+    cr.await_claim();
+    assert!(!cr.is_claim_pending());
+}
+
 #[test]
 fn paces_the_jump_window_over_the_current_rtt() {
     let clock = Clock::new();
@@ -635,6 +713,7 @@ fn phase_and_trigger_names_match_qlog() {
         (Trigger::PacketLoss, "packet_loss"),
         (Trigger::EcnCe, "ECN_CE"),
         (Trigger::ExitRecovery, "exit_recovery"),
+        (Trigger::SavedSetNotGranted, "saved_set_not_granted"),
     ];
     for (trigger, name) in triggers {
         assert_eq!(trigger.as_str(), name);

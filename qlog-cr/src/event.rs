@@ -96,6 +96,9 @@ pub enum Trigger {
     EcnCe,
     /// Safe Retreat ended: recovery of the unvalidated packets is over.
     ExitRecovery,
+    /// The one-user-per-set guard did not grant the saved set before the
+    /// jump. A quiche-cr extension: the draft lists no trigger for it.
+    SavedSetNotGranted,
 }
 
 impl Trigger {
@@ -113,6 +116,7 @@ impl Trigger {
             Trigger::PacketLoss => "packet_loss",
             Trigger::EcnCe => "ECN_CE",
             Trigger::ExitRecovery => "exit_recovery",
+            Trigger::SavedSetNotGranted => "saved_set_not_granted",
         }
     }
 }

@@ -37,6 +37,7 @@ impl From<careful_resume::Trigger> for Trigger {
             T::PacketLoss => Trigger::PacketLoss,
             T::EcnCe => Trigger::EcnCe,
             T::ExitRecovery => Trigger::ExitRecovery,
+            T::SavedSetNotGranted => Trigger::SavedSetNotGranted,
         }
     }
 }

@@ -91,6 +91,7 @@ fn every_trigger_and_phase_has_its_qlog_string() {
         (Trigger::PacketLoss, "packet_loss"),
         (Trigger::EcnCe, "ECN_CE"),
         (Trigger::ExitRecovery, "exit_recovery"),
+        (Trigger::SavedSetNotGranted, "saved_set_not_granted"),
     ];
     for (trigger, name) in triggers {
         assert_eq!(serde_json::to_value(trigger).unwrap(), json!(name));
