@@ -53,3 +53,12 @@ impl CongestionControl {
         }
     }
 }
+
+/// Installs the programs' logger: what the libraries decide (a refused
+/// token, a retreat, reloaded keys) on standard error, filtered by
+/// `RUST_LOG` (default `info`; e.g. `RUST_LOG=cr_endpoint=debug`).
+pub fn init_logging() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        .format_timestamp_millis()
+        .init();
+}

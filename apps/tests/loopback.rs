@@ -24,6 +24,8 @@ fn server() -> ServerHandle {
         cert: certs().join("cert.pem"),
         key: certs().join("key.pem"),
         token_keys: KeyRing::new(TokenKey::from_bytes(key.id, &key.bytes).expect("key")),
+        token_key_file: None,
+        guard: None,
         qlog_dir: None,
         cc: CongestionControl::Cubic,
         max_jump: None,

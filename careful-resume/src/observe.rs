@@ -127,6 +127,9 @@ pub struct Observer {
     max_delivery_rate: u64,
     ack_train: AckTrain,
     floor: Option<usize>,
+    /// The floor is not this connection's until the guard grants the claim
+    /// of its set ([`Observer::await_claim`]).
+    floor_claim_pending: bool,
     last: Option<Observation>,
     /// Whether the sender was application-limited after the last ACK: the
     /// change to it marks the end of a burst.
@@ -142,6 +145,7 @@ impl Observer {
             max_delivery_rate: 0,
             ack_train: AckTrain::default(),
             floor: None,
+            floor_claim_pending: false,
             last: None,
             app_limited: false,
         }
@@ -157,6 +161,37 @@ impl Observer {
         }
     }
 
+    /// The floor's saved set is claimed in the one-user-per-set guard and
+    /// the answer is still to come: until it is granted
+    /// ([`Observer::on_claim`]) the set is not handed on, so a connection
+    /// that loses the claim never passes on a set it did not own.
+    pub fn await_claim(&mut self) {
+        self.floor_claim_pending = self.floor.is_some();
+    }
+
+    /// The guard answered the claim [`Observer::await_claim`] waits for: a
+    /// grant makes the floor this connection's (handed on at the next
+    /// sample if it beats what was emitted); a refusal drops it.
+    pub fn on_claim(&mut self, granted: bool) {
+        if !self.floor_claim_pending {
+            return;
+        }
+        self.floor_claim_pending = false;
+        match self.floor {
+            Some(floor) if granted => {
+                if self.last.is_some_and(|last| last.saved_cwnd < floor) {
+                    self.last = None;
+                }
+            }
+            _ => self.floor = None,
+        }
+    }
+
+    /// The floor, once it is this connection's.
+    fn floor(&self) -> Option<usize> {
+        self.floor.filter(|_| !self.floor_claim_pending)
+    }
+
     /// Feeds a measurement; returns a saved set worth emitting now.
     pub fn on_sample(&mut self, sample: &CapacitySample) -> Option<Observation> {
         let min_rtt = self.min_rtt.update(sample.rtt, sample.now);
@@ -164,7 +199,7 @@ impl Observer {
         self.ack_train
             .on_ack(sample.acked_bytes, min_rtt, sample.now);
         if self.last.is_none() {
-            if let Some(floor) = self.floor {
+            if let Some(floor) = self.floor() {
                 // A saved set handed on goes out at once, so that even a
                 // client that closes right after a short download keeps it.
                 let handed_on = self.candidate(self.measured().max(floor), sample.now, true)?;
@@ -202,7 +237,7 @@ impl Observer {
         if !(ran_out || drained) {
             return None;
         }
-        let best = self.measured().max(self.floor.unwrap_or(0));
+        let best = self.measured().max(self.floor().unwrap_or(0));
         let candidate = self.candidate(best, now, true)?;
         let emit = self
             .last

@@ -273,6 +273,35 @@ fn congestion_before_anything_went_out_drops_the_floor() {
 }
 
 #[test]
+fn a_set_whose_claim_is_pending_is_not_handed_on_until_granted() {
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    feed.observer.await_claim();
+    assert_eq!(
+        feed.sample(0, 300_000, 100).map(|o| o.saved_cwnd),
+        Some(300_000)
+    );
+    feed.observer.on_claim(true);
+    let handed_on = feed.sample(10, 300_000, 100).expect("the set goes out");
+    assert_eq!((handed_on.saved_cwnd, handed_on.settled), (1_000_000, true));
+    assert_eq!(feed.burst_end(500), None);
+}
+
+#[test]
+fn a_set_whose_claim_is_refused_is_never_handed_on() {
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    feed.observer.await_claim();
+    feed.observer.on_claim(false);
+    assert_eq!(
+        feed.sample(0, 300_000, 100).map(|o| o.saved_cwnd),
+        Some(300_000)
+    );
+    assert_eq!(feed.burst_end(500).map(|o| o.saved_cwnd), None);
+    // A late answer changes nothing.
+    feed.observer.on_claim(true);
+    assert_eq!(feed.sample(600, 300_000, 100), None);
+}
+
+#[test]
 fn saves_the_min_rtt_of_the_window() {
     let mut feed = Feed::new();
     feed.sample(0, 10_000, 150);

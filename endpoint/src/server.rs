@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use careful_resume::{InitialData, SavedState};
 use ex_token::{
-    MemoryGuard, NoResume, Rng, SavedParameters, SavedPath, SavedSet, SystemRng, TokenGuard,
-    TokenRejected, TokenServer,
+    Claim, ClaimOutcome, MemoryGuard, NoResume, Rng, SavedParameters, SavedPath, SavedSet,
+    SystemRng, TokenGuard, TokenRejected, TokenServer,
 };
 
 use crate::Error;
@@ -47,6 +47,8 @@ pub struct Accepted {
     /// no anti-amplification limit).
     pub address_validated: bool,
     /// The saved set the connection resumes from, or why it does not.
+    /// While the guard's answer is still to come ([`Accepted::claim_pending`])
+    /// this is `Ok`, and the jump waits.
     pub resume: Result<SavedParameters, NoResume>,
     /// Set under the strict policy when the token was invalid: the
     /// connection has been closed with its error code.
@@ -55,6 +57,17 @@ pub struct Accepted {
     /// The saved set this connection's BDP tokens belong to, drawn at the
     /// first one.
     saved_set: Option<SavedSet>,
+    /// The claim of the presented saved set, while the guard has not
+    /// answered.
+    claim: Option<Claim>,
+}
+
+impl Accepted {
+    /// Whether the guard has yet to answer the claim of the presented saved
+    /// set (the jump waits for it).
+    pub fn claim_pending(&self) -> bool {
+        self.claim.is_some()
+    }
 }
 
 /// Careful Resume for a quiche server: validates tokens, resumes, and mints
@@ -105,7 +118,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     ) -> Result<Accepted, Error> {
         let mut conn = quiche::accept(scid, odcid, local, peer, config)?;
 
-        let validation = match self.tokens.validate(token, peer, now, &self.guard) {
+        let validation = match self.tokens.validate_unclaimed(token, peer, now) {
             Ok(validation) => validation,
             Err(rejected) => {
                 let reason = rejected.reason.to_string();
@@ -119,6 +132,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                     rejected: Some(rejected),
                     address_token_sent: true,
                     saved_set: None,
+                    claim: None,
                 });
             }
         };
@@ -128,21 +142,68 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             conn.set_peer_address_verified()?;
         }
 
-        if let Ok(saved) = &validation.resume {
-            self.resume(&mut conn, saved)?;
+        // The claim is started now and answered by the time the sender
+        // would jump, at least a round trip later; a guard in memory answers
+        // at once.
+        let mut resume = validation.resume;
+        let mut claim = None;
+        if let Ok(saved) = &resume {
+            let started = self.guard.start_claim(saved.set_id, saved.expiry, now);
+            match started.outcome() {
+                ClaimOutcome::Granted => self.resume(&mut conn, saved)?,
+                ClaimOutcome::Pending => {
+                    self.resume(&mut conn, saved)?;
+                    claim = Some(started);
+                }
+                refused => resume = Err(refusal(refused)),
+            }
         }
 
         conn.observe_careful_resume()?;
+        if claim.is_some() {
+            conn.await_careful_resume_claim()?;
+        }
 
         Ok(Accepted {
             conn,
             peer,
             address_validated,
-            resume: validation.resume,
+            resume,
             rejected: None,
             address_token_sent: false,
             saved_set: None,
+            claim,
         })
+    }
+
+    /// Hands the guard's answer to the connection once it has arrived. A
+    /// connection whose claim is pending must see the answer before it
+    /// processes the packet that would make it jump: call this before each
+    /// `recv()` (and [`ResumeServer::on_progress`] calls it after). An
+    /// answer that came too late leaves the connection without Careful
+    /// Resume.
+    pub fn poll_claim(&self, accepted: &mut Accepted) {
+        let Some(claim) = &accepted.claim else {
+            return;
+        };
+        let conn = &mut accepted.conn;
+        let outcome = match claim.outcome() {
+            ClaimOutcome::Pending => {
+                let waiting = conn.careful_resume().is_some_and(|r| r.is_claim_pending());
+                if waiting {
+                    return;
+                }
+                // The moment to jump has passed without an answer.
+                ClaimOutcome::Unavailable
+            }
+            answered => answered,
+        };
+        conn.careful_resume_claim_answered(outcome.is_granted())
+            .ok();
+        if !outcome.is_granted() {
+            accepted.resume = Err(refusal(outcome));
+        }
+        accepted.claim = None;
     }
 
     fn resume(&self, conn: &mut quiche::Connection, saved: &SavedParameters) -> Result<(), Error> {
@@ -174,6 +235,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     /// that outlives half the set's lifetime starts a new set. `now` is
     /// wall-clock time.
     pub fn on_progress(&mut self, accepted: &mut Accepted, now: SystemTime) {
+        self.poll_claim(accepted);
         let conn = &mut accepted.conn;
         if !conn.is_established() {
             return;
@@ -231,6 +293,14 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 *current
             }
         }
+    }
+}
+
+/// Why a claim that was not granted stops the connection resuming.
+fn refusal(outcome: ClaimOutcome) -> NoResume {
+    match outcome {
+        ClaimOutcome::Taken => NoResume::AlreadyInUse,
+        _ => NoResume::GuardUnavailable,
     }
 }
 

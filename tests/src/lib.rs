@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cr_endpoint::ex_token::{KeyRing, MemoryGuard, SimRng, TokenKey, TokenServer};
+use cr_endpoint::ex_token::{KeyRing, MemoryGuard, SimRng, TokenGuard, TokenKey, TokenServer};
 use cr_endpoint::{Accepted, ResumeServer, ServerConfig};
 
 /// The client's address.
@@ -90,8 +90,8 @@ pub struct Download {
 }
 
 /// A quiche-cr server that outlives its connections, and the virtual clock.
-pub struct Harness {
-    server: ResumeServer<SimRng, MemoryGuard>,
+pub struct Harness<G: TokenGuard = MemoryGuard> {
+    server: ResumeServer<SimRng, G>,
     server_config: quiche::Config,
     now: Instant,
     wall: SystemTime,
@@ -102,10 +102,18 @@ pub struct Harness {
 impl Harness {
     /// A server running `cc` over a path with `rtt`.
     pub fn new(cc: quiche::CongestionControlAlgorithm, rtt: Duration) -> Harness {
+        Harness::with_guard(cc, rtt, MemoryGuard::new(64))
+    }
+}
+
+impl<G: TokenGuard> Harness<G> {
+    /// A server running `cc` over a path with `rtt`, claiming saved sets
+    /// in `guard`.
+    pub fn with_guard(cc: quiche::CongestionControlAlgorithm, rtt: Duration, guard: G) -> Self {
         let mut rng = SimRng::new(7);
         let key = TokenKey::generate(1, &mut rng).expect("key");
         let tokens = TokenServer::new(KeyRing::new(key), rng, Default::default());
-        let server = ResumeServer::new(tokens, MemoryGuard::new(64), ServerConfig::default());
+        let server = ResumeServer::new(tokens, guard, ServerConfig::default());
         let mut server_config = config(true, cc);
         server.configure(&mut server_config).expect("ex_token");
         quiche::seeded_random::seed(11);
@@ -116,6 +124,12 @@ impl Harness {
             wall: UNIX_EPOCH + Duration::from_secs(1_767_225_600),
             one_way: rtt / 2,
         }
+    }
+
+    /// Hands the guard's answer to a connection that has finished
+    /// downloading ([`ResumeServer::poll_claim`]).
+    pub fn poll_claim(&self, accepted: &mut Accepted) {
+        self.server.poll_claim(accepted);
     }
 
     fn tick(&mut self) {
@@ -183,6 +197,7 @@ impl Harness {
                     from: client_addr,
                     to: server_addr,
                 };
+                self.server.poll_claim(accepted);
                 accepted.conn.recv(&mut datagram, info).ok();
             }
 
@@ -236,7 +251,7 @@ impl Harness {
     }
 }
 
-impl Drop for Harness {
+impl<G: TokenGuard> Drop for Harness<G> {
     fn drop(&mut self) {
         quiche::clock::unset();
         quiche::seeded_random::unseed();

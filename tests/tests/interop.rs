@@ -65,6 +65,8 @@ fn start_server() -> ServerHandle {
         cert: certs().join("cert.pem"),
         key: certs().join("key.pem"),
         token_keys: KeyRing::new(key),
+        token_key_file: None,
+        guard: None,
         qlog_dir: None,
         cc: CongestionControl::Cubic,
         max_jump: None,

@@ -55,6 +55,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    cr_apps::init_logging();
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

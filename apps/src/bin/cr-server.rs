@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use clap::Parser;
-use cr_apps::keys::{load_key_ring, previous_key_path};
+use cr_apps::keys::load_key_ring;
 use cr_apps::units::{parse_bytes, parse_duration};
 use cr_apps::{CongestionControl, Server, ServerOptions};
 
@@ -26,13 +26,14 @@ struct Args {
     /// Private key (PEM).
     #[arg(long, default_value = "certs/key.pem")]
     key: PathBuf,
-    /// Token key file: `<id>:<64 hex digits>`, 64 hex digits or 32 raw
-    /// bytes; generated when absent. `<file>.prev`, when present, holds the
-    /// key retired by the last rotation, still accepted.
+    /// Token key ring file: one `<id>:<64 hex digits>` per line, the key
+    /// sealing new tokens first, earlier keys still accepted after it;
+    /// generated when absent, reread every second while serving (share it
+    /// across a fleet).
     #[arg(long, default_value = "cr-server.key")]
     token_key: PathBuf,
-    /// Rotate the token key before starting: the current key moves to
-    /// `<file>.prev` (tokens it sealed stay valid), a new one is generated.
+    /// Rotate the token key before starting: a new key goes first and seals
+    /// from now on; the earlier ones still open the tokens they sealed.
     #[arg(long)]
     rotate: bool,
     /// Write one qlog per connection into this directory.
@@ -50,6 +51,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    cr_apps::init_logging();
     let args = Args::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -70,21 +72,20 @@ fn run(args: Args) -> Result<(), cr_apps::AppError> {
         cert: args.cert,
         key: args.key,
         token_keys,
+        token_key_file: Some(args.token_key.clone()),
+        guard: None,
         qlog_dir: args.qlog_dir,
         cc: args.cc,
         max_jump,
         idle_timeout: args.idle_timeout,
     })?;
     eprintln!(
-        "cr-server: listening on {} (h3, hq-interop); token key {} id {}{}{}",
+        "cr-server: listening on {} (h3, hq-interop); token keys {}: current id {}{}, earlier ids {:?}",
         server.local_addr(),
         args.token_key.display(),
         loaded.current,
         if loaded.generated { " (new)" } else { "" },
-        loaded.previous.map_or(String::new(), |id| format!(
-            ", previous key {} id {id}",
-            previous_key_path(&args.token_key).display()
-        )),
+        loaded.previous,
     );
     let stop = AtomicBool::new(false);
     server.run(&stop, |report| println!("{report}"))

@@ -15,13 +15,15 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use cr_endpoint::ex_token::{KeyRing, MemoryGuard, Rng, SystemRng, TokenServer};
+use cr_endpoint::ex_token::{KeyRing, MemoryGuard, Rng, SystemRng, TokenGuard, TokenServer};
 use cr_endpoint::ResumeServer;
 
 use crate::app::Protocol;
 use crate::error::AppError;
+use crate::keys::KeyRingWatcher;
 use crate::net::{recv_until, try_recv, Outbox, MAX_DATAGRAM, RECV_BUFFER};
 use crate::report::ConnectionReport;
 use crate::CongestionControl;
@@ -36,8 +38,16 @@ const MAX_WAIT: Duration = Duration::from_millis(50);
 /// connections again.
 const RECV_BATCH: usize = 64;
 
-/// Saved sets remembered as in use (one user per set, RFC 9959).
+/// Saved sets the in-memory guard remembers as in use (one user per set,
+/// RFC 9959).
 const GUARD_CAPACITY: usize = 100_000;
+
+/// How often the token key file is reread.
+const KEY_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A one-user-per-set guard a server's connections share: in memory for
+/// one process, or a registry a fleet shares.
+pub type SharedGuard = Arc<dyn TokenGuard + Send + Sync>;
 
 /// Length of the connection IDs the server picks.
 const CID_LEN: usize = 16;
@@ -56,6 +66,12 @@ pub struct ServerOptions {
     pub key: PathBuf,
     /// The keys sealing and opening tokens.
     pub token_keys: KeyRing,
+    /// The key ring file `token_keys` came from, reread every second so
+    /// that a changed file takes effect without a restart; `None` keeps
+    /// `token_keys`.
+    pub token_key_file: Option<PathBuf>,
+    /// Where saved sets are claimed; `None` for a guard in memory.
+    pub guard: Option<SharedGuard>,
     /// Write one qlog per connection here.
     pub qlog_dir: Option<PathBuf>,
     /// The congestion controller.
@@ -71,7 +87,8 @@ pub struct Server {
     socket: UdpSocket,
     local: SocketAddr,
     config: quiche::Config,
-    resume: ResumeServer,
+    resume: ResumeServer<SystemRng, SharedGuard>,
+    key_file: Option<(KeyRingWatcher, Instant)>,
     qlog_dir: Option<PathBuf>,
     /// Connection IDs (original and ours) to session number.
     ids: HashMap<Vec<u8>, u64>,
@@ -119,7 +136,10 @@ impl Server {
             max_jump: options.max_jump,
             ..Default::default()
         };
-        let resume = ResumeServer::new(tokens, MemoryGuard::new(GUARD_CAPACITY), resume_config);
+        let guard = options
+            .guard
+            .unwrap_or_else(|| Arc::new(MemoryGuard::new(GUARD_CAPACITY)));
+        let resume = ResumeServer::new(tokens, guard, resume_config);
         resume.configure(&mut config)?;
         let socket = UdpSocket::bind(options.listen)
             .map_err(|e| AppError::io(format!("binding {}", options.listen), e))?;
@@ -131,6 +151,12 @@ impl Server {
             local,
             config,
             resume,
+            key_file: options.token_key_file.map(|path| {
+                (
+                    KeyRingWatcher::new(&path),
+                    Instant::now() + KEY_CHECK_INTERVAL,
+                )
+            }),
             qlog_dir: options.qlog_dir,
             ids: HashMap::new(),
             sessions: HashMap::new(),
@@ -176,8 +202,32 @@ impl Server {
             }
             self.outbox.flush(&self.socket, Instant::now());
             self.reap(&mut on_report);
+            self.reload_keys(now);
         }
         Ok(())
+    }
+
+    /// Takes up the key ring file's keys when it has changed.
+    fn reload_keys(&mut self, now: Instant) {
+        let Some((watcher, next_check)) = self.key_file.as_mut() else {
+            return;
+        };
+        if now < *next_check {
+            return;
+        }
+        *next_check = now + KEY_CHECK_INTERVAL;
+        match watcher.changed() {
+            None => {}
+            Some(Ok((ring, loaded))) => {
+                *self.resume.tokens_mut().keys_mut() = ring;
+                log::info!(
+                    "token keys reloaded: current id {}, earlier ids {:?}",
+                    loaded.current,
+                    loaded.previous
+                );
+            }
+            Some(Err(e)) => log::warn!("token keys kept: {e}"),
+        }
     }
 
     /// The earliest of `limit`, a connection timer, a connection's pacer
@@ -208,6 +258,9 @@ impl Server {
                 from,
                 to: self.local,
             };
+            // The guard's answer must reach the connection before a packet
+            // that could make it jump.
+            session.poll_claim(&self.resume);
             // A datagram quiche rejects is dropped; the connection carries on
             // or, on a fatal error, closes and is reported.
             let _ = session.conn().recv(datagram, info);
@@ -250,7 +303,7 @@ impl Server {
             )
             .ok()?;
         let session = Session::new(accepted, !token.is_empty(), self.qlog_dir.as_deref(), now)
-            .map_err(|e| eprintln!("cr-server: {e}"))
+            .map_err(|e| log::warn!("connection from {from} not served: {e}"))
             .ok()?;
         let number = self.next_session;
         self.next_session += 1;

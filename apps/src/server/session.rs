@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::{Instant, SystemTime};
 
 use cr_endpoint::careful_resume::Phase;
+use cr_endpoint::ex_token::{SystemRng, TokenGuard};
 use cr_endpoint::{Accepted, ResumeServer};
 
 use crate::app::{Protocol, ServerApp};
@@ -79,10 +80,21 @@ impl Session {
         self.accepted.conn.is_closed()
     }
 
+    /// Hands the guard's answer to a connection whose claim of a saved set
+    /// was pending ([`ResumeServer::poll_claim`]).
+    pub fn poll_claim<G: TokenGuard>(&mut self, resume: &ResumeServer<SystemRng, G>) {
+        resume.poll_claim(&mut self.accepted);
+    }
+
     /// Brings the connection forward after a receive or timeout: runs the
     /// application, sends tokens, records Careful Resume's phase, and
     /// queues whatever quiche wants to send.
-    pub fn progress(&mut self, resume: &mut ResumeServer, outbox: &mut Outbox, now: Instant) {
+    pub fn progress<G: TokenGuard>(
+        &mut self,
+        resume: &mut ResumeServer<SystemRng, G>,
+        outbox: &mut Outbox,
+        now: Instant,
+    ) {
         self.run_app(now);
         resume.on_progress(&mut self.accepted, SystemTime::now());
         self.next_send = drain_connection(&mut self.accepted.conn, outbox);
