@@ -82,14 +82,7 @@ impl ConnectionReport {
 pub fn no_resume_reason(why: &NoResume, token_presented: bool) -> String {
     match why {
         NoResume::Absent if !token_presented => "no token".into(),
-        NoResume::Absent => "token without saved capacity".into(),
-        NoResume::Unprotected => "saved capacity not sealed by us".into(),
-        NoResume::Expired => "saved capacity expired".into(),
-        NoResume::AddressMismatch => "client is on another network".into(),
-        NoResume::RequestedZero => "client opted out (requested capacity 0)".into(),
-        NoResume::AlreadyInUse => "saved capacity already used by another connection".into(),
-        NoResume::GuardUnavailable => "the guard could not confirm the saved set is unused".into(),
-        NoResume::Invalid(e) => format!("invalid token ({e})"),
+        why => why.to_string(),
     }
 }
 

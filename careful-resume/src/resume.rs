@@ -33,6 +33,8 @@ pub struct CarefulResume {
     /// The guard has not yet answered whether this connection may use the
     /// saved set: the jump waits for it.
     claim_pending: bool,
+    /// Every phase entered, with its trigger (at most four changes).
+    history: Vec<(Phase, Trigger)>,
 }
 
 impl CarefulResume {
@@ -53,6 +55,7 @@ impl CarefulResume {
             current_rtt: saved.rtt,
             saved_set_consumed: false,
             claim_pending: false,
+            history: Vec::with_capacity(4),
         }
     }
 
@@ -280,6 +283,19 @@ impl CarefulResume {
         &self.config
     }
 
+    /// The phases entered so far, in order, each with what triggered it:
+    /// the path an operator reads to tell a validated jump from a retreat.
+    pub fn history(&self) -> &[(Phase, Trigger)] {
+        &self.history
+    }
+
+    /// Whether the jump was made (the connection entered Unvalidated).
+    pub fn jumped(&self) -> bool {
+        self.history
+            .iter()
+            .any(|&(phase, _)| phase == Phase::Unvalidated)
+    }
+
     /// Whether the saved set must be deleted and never used again.
     pub fn saved_set_consumed(&self) -> bool {
         self.saved_set_consumed
@@ -390,6 +406,7 @@ impl CarefulResume {
     ) -> Transition {
         let from = self.phase;
         self.phase = to;
+        self.history.push((to, trigger));
         Transition {
             from,
             to,

@@ -47,6 +47,11 @@ fn jumps_when_cwnd_limited_after_the_handshake_flight_is_acked() {
     assert_eq!(t.at, clock.at(101));
     assert_eq!(cr.window(), Some(WindowControl::Fixed(pkts(100))));
     assert!(cr.suppresses_growth());
+    assert_eq!(
+        cr.history(),
+        [(Phase::Unvalidated, Trigger::CongestionWindowLimited)]
+    );
+    assert!(cr.jumped());
 }
 
 /// Reconnaissance up to the packet that fills the initial window, with the
@@ -538,6 +543,16 @@ fn the_rfc_example_pipesize_63_retreats_to_31_packets() {
     assert_eq!(t.ssthresh, Some(pkts(103) / 2));
     assert_eq!(t.cwnd, None);
     assert!(!cr.is_active());
+    let phases: Vec<Phase> = cr.history().iter().map(|&(phase, _)| phase).collect();
+    assert_eq!(
+        phases,
+        [
+            Phase::Unvalidated,
+            Phase::Validating,
+            Phase::SafeRetreat,
+            Phase::Normal
+        ]
+    );
 }
 
 #[test]

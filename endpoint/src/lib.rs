@@ -37,11 +37,15 @@
 
 mod client;
 mod error;
+mod metrics;
 mod server;
+mod stats;
 
 pub use client::{ClientConfig, RequestedCapacity, ResumeClient};
 pub use error::Error;
+pub use metrics::{MetricsSnapshot, Refusal, ServerMetrics};
 pub use server::{Accepted, ResumeServer, ServerConfig};
+pub use stats::ResumeStats;
 
 pub use careful_resume;
 pub use ex_token;

@@ -1,14 +1,16 @@
 //! The server side: tokens in, Careful Resume on, tokens out.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use careful_resume::{InitialData, SavedState};
+use careful_resume::{InitialData, Phase, SavedState, Trigger};
 use ex_token::{
     Claim, ClaimOutcome, MemoryGuard, NoResume, Rng, SavedParameters, SavedPath, SavedSet,
     SystemRng, TokenGuard, TokenRejected, TokenServer,
 };
 
+use crate::metrics::ServerMetrics;
 use crate::Error;
 
 /// How a [`ResumeServer`] mints tokens and resumes.
@@ -60,6 +62,14 @@ pub struct Accepted {
     /// The claim of the presented saved set, while the guard has not
     /// answered.
     claim: Option<Claim>,
+    pub(crate) token_presented: bool,
+    /// The valid saved set the token carried.
+    pub(crate) presented: Option<SavedParameters>,
+    /// Capacity of the last BDP token sent.
+    pub(crate) saved_for_next: Option<u64>,
+    pub(crate) bdp_tokens_sent: u32,
+    /// Phase changes already counted in the server's metrics.
+    phases_counted: usize,
 }
 
 impl Accepted {
@@ -79,6 +89,7 @@ pub struct ResumeServer<R: Rng = SystemRng, G: TokenGuard = MemoryGuard> {
     tokens: TokenServer<R>,
     guard: G,
     config: ServerConfig,
+    metrics: Arc<ServerMetrics>,
 }
 
 impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
@@ -89,7 +100,14 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             tokens,
             guard,
             config,
+            metrics: Arc::default(),
         }
+    }
+
+    /// The server-wide counters, shared: read them with
+    /// [`ServerMetrics::snapshot`] from any thread.
+    pub fn metrics(&self) -> Arc<ServerMetrics> {
+        Arc::clone(&self.metrics)
     }
 
     /// The token minter and validator, for key rotation.
@@ -121,23 +139,33 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         let validation = match self.tokens.validate_unclaimed(token, peer, now) {
             Ok(validation) => validation,
             Err(rejected) => {
+                log::debug!("{peer}: token rejected, connection closed: {rejected}");
                 let reason = rejected.reason.to_string();
                 conn.close(false, rejected.error_code, reason.as_bytes())
                     .or_else(ignore_done)?;
+                let why = NoResume::Invalid(rejected.reason);
+                self.metrics.on_accept(true, false);
+                self.metrics.on_refusal(&why);
                 return Ok(Accepted {
                     conn,
                     peer,
                     address_validated: false,
-                    resume: Err(NoResume::Invalid(rejected.reason)),
+                    resume: Err(why),
                     rejected: Some(rejected),
                     address_token_sent: true,
                     saved_set: None,
                     claim: None,
+                    token_presented: true,
+                    presented: None,
+                    saved_for_next: None,
+                    bdp_tokens_sent: 0,
+                    phases_counted: 0,
                 });
             }
         };
 
         let address_validated = validation.address.is_validated();
+        self.metrics.on_accept(!token.is_empty(), address_validated);
         if address_validated {
             conn.set_peer_address_verified()?;
         }
@@ -146,17 +174,28 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         // would jump, at least a round trip later; a guard in memory answers
         // at once.
         let mut resume = validation.resume;
+        let presented = resume.ok();
         let mut claim = None;
         if let Ok(saved) = &resume {
             let started = self.guard.start_claim(saved.set_id, saved.expiry, now);
             match started.outcome() {
-                ClaimOutcome::Granted => self.resume(&mut conn, saved)?,
+                ClaimOutcome::Granted => {
+                    self.resume(&mut conn, saved)?;
+                    self.metrics.on_granted();
+                }
                 ClaimOutcome::Pending => {
                     self.resume(&mut conn, saved)?;
                     claim = Some(started);
                 }
                 refused => resume = Err(refusal(refused)),
             }
+        }
+        match &resume {
+            Err(why) if !token.is_empty() => {
+                log::debug!("{peer}: no Careful Resume: {why}");
+                self.metrics.on_refusal(why);
+            }
+            _ => {}
         }
 
         conn.observe_careful_resume()?;
@@ -173,6 +212,11 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             address_token_sent: false,
             saved_set: None,
             claim,
+            token_presented: !token.is_empty(),
+            presented,
+            saved_for_next: None,
+            bdp_tokens_sent: 0,
+            phases_counted: 0,
         })
     }
 
@@ -200,10 +244,50 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         };
         conn.careful_resume_claim_answered(outcome.is_granted())
             .ok();
-        if !outcome.is_granted() {
-            accepted.resume = Err(refusal(outcome));
+        if outcome.is_granted() {
+            self.metrics.on_granted();
+        } else {
+            let why = refusal(outcome);
+            log::debug!("{}: no Careful Resume: {why}", accepted.peer);
+            self.metrics.on_refusal(&why);
+            accepted.resume = Err(why);
         }
         accepted.claim = None;
+    }
+
+    /// Counts the phase changes the connection made since the last look,
+    /// and logs the ones an operator wants to see.
+    fn count_phases(&self, accepted: &mut Accepted) {
+        let Some(resume) = accepted.conn.careful_resume() else {
+            return;
+        };
+        let history = resume.history();
+        for &(phase, trigger) in &history[accepted.phases_counted.min(history.len())..] {
+            match (phase, trigger) {
+                (Phase::Unvalidated, _) => {
+                    self.metrics.on_jump();
+                    log::debug!(
+                        "{}: Careful Resume jumped to {} B",
+                        accepted.peer,
+                        resume.jump_window()
+                    );
+                }
+                (Phase::Normal, Trigger::LastUnvalidatedPacketAcknowledged) => {
+                    self.metrics.on_jump_validated();
+                    log::debug!("{}: Careful Resume jump validated", accepted.peer);
+                }
+                (Phase::SafeRetreat, trigger) => {
+                    self.metrics.on_retreat();
+                    log::info!(
+                        "{}: Careful Resume retreated ({}): the saved set is discarded",
+                        accepted.peer,
+                        trigger.as_str()
+                    );
+                }
+                _ => {}
+            }
+        }
+        accepted.phases_counted = history.len();
     }
 
     fn resume(&self, conn: &mut quiche::Connection, saved: &SavedParameters) -> Result<(), Error> {
@@ -236,6 +320,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     /// wall-clock time.
     pub fn on_progress(&mut self, accepted: &mut Accepted, now: SystemTime) {
         self.poll_claim(accepted);
+        self.count_phases(accepted);
         let conn = &mut accepted.conn;
         if !conn.is_established() {
             return;
@@ -250,7 +335,9 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 now,
                 self.config.address_token_lifetime,
             ) {
-                conn.send_new_token(&token).ok();
+                if conn.send_new_token(&token).is_ok() {
+                    self.metrics.on_address_token();
+                }
             }
         }
 
@@ -271,7 +358,11 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             let copies = if observation.settled { 2 } else { 1 };
             for _ in 0..copies {
                 if let Ok(token) = self.tokens.mint_bdp_token(accepted.peer, &path, set) {
-                    conn.send_new_token(&token).ok();
+                    if conn.send_new_token(&token).is_ok() {
+                        self.metrics.on_bdp_token();
+                        accepted.bdp_tokens_sent += 1;
+                        accepted.saved_for_next = Some(path.capacity);
+                    }
                 }
             }
         }

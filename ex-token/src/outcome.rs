@@ -81,6 +81,23 @@ pub enum NoResume {
     Invalid(InvalidToken),
 }
 
+impl fmt::Display for NoResume {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Absent => f.write_str("no saved capacity in the token"),
+            Self::Unprotected => f.write_str("saved capacity not sealed by us"),
+            Self::Expired => f.write_str("saved capacity expired"),
+            Self::AddressMismatch => f.write_str("client is on another network"),
+            Self::RequestedZero => f.write_str("client opted out (requested capacity 0)"),
+            Self::AlreadyInUse => f.write_str("saved capacity already used by another connection"),
+            Self::GuardUnavailable => {
+                f.write_str("the guard could not confirm the saved set is unused")
+            }
+            Self::Invalid(e) => write!(f, "invalid token ({e})"),
+        }
+    }
+}
+
 /// Why a token, or part of it, is invalid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InvalidToken {

@@ -126,6 +126,17 @@ impl<G: TokenGuard> Harness<G> {
         }
     }
 
+    /// The server's Careful Resume counters.
+    pub fn metrics(&self) -> cr_endpoint::MetricsSnapshot {
+        self.server.metrics().snapshot()
+    }
+
+    /// Lets `idle` pass between connections (tokens age).
+    pub fn wait(&mut self, idle: Duration) {
+        self.now += idle;
+        self.wall += idle;
+    }
+
     /// Hands the guard's answer to a connection that has finished
     /// downloading ([`ResumeServer::poll_claim`]).
     pub fn poll_claim(&self, accepted: &mut Accepted) {

@@ -1,0 +1,219 @@
+//! Server-wide counters of what Careful Resume did: tokens minted, tokens
+//! refused and why, jumps made, validated and retreated. One set per
+//! [`crate::ResumeServer`], updated with relaxed atomic additions (no lock,
+//! no allocation on any path) and read as a [`MetricsSnapshot`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ex_token::{InvalidToken, NoResume, OpenError};
+
+/// Why a presented token did not resume its connection, as an operator
+/// groups it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// The saved set or the whole token has expired.
+    Expired,
+    /// Sealed with a key this server does not hold (another fleet, or
+    /// retired by rotation).
+    UnknownKey,
+    /// Sealed data failed authentication: altered or forged.
+    Tampered,
+    /// Not a token of ours at all, or one with an impossible layout.
+    Malformed,
+    /// The client is on another network than the one the set was saved for.
+    WrongNetwork,
+    /// The capacity was not sealed, so it cannot be trusted.
+    Unprotected,
+    /// The client asked for a fresh start (Requested Capacity 0).
+    ClientOptedOut,
+    /// Another connection already used the saved set.
+    AlreadyUsed,
+    /// The guard could not tell in time whether the set was in use.
+    GuardUnavailable,
+}
+
+impl Refusal {
+    /// Every reason, in a fixed order.
+    pub const ALL: [Refusal; 9] = [
+        Refusal::Expired,
+        Refusal::UnknownKey,
+        Refusal::Tampered,
+        Refusal::Malformed,
+        Refusal::WrongNetwork,
+        Refusal::Unprotected,
+        Refusal::ClientOptedOut,
+        Refusal::AlreadyUsed,
+        Refusal::GuardUnavailable,
+    ];
+
+    /// The reason as a metric label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Expired => "expired",
+            Refusal::UnknownKey => "unknown_key",
+            Refusal::Tampered => "tampered",
+            Refusal::Malformed => "malformed",
+            Refusal::WrongNetwork => "wrong_network",
+            Refusal::Unprotected => "unprotected",
+            Refusal::ClientOptedOut => "client_opted_out",
+            Refusal::AlreadyUsed => "already_used",
+            Refusal::GuardUnavailable => "guard_unavailable",
+        }
+    }
+
+    /// The group of a reason not to resume; `None` when there was nothing
+    /// to refuse (no saved capacity in the token).
+    pub fn of(why: &NoResume) -> Option<Refusal> {
+        Some(match why {
+            NoResume::Absent => return None,
+            NoResume::Expired => Refusal::Expired,
+            NoResume::Unprotected => Refusal::Unprotected,
+            NoResume::AddressMismatch => Refusal::WrongNetwork,
+            NoResume::RequestedZero => Refusal::ClientOptedOut,
+            NoResume::AlreadyInUse => Refusal::AlreadyUsed,
+            NoResume::GuardUnavailable => Refusal::GuardUnavailable,
+            NoResume::Invalid(InvalidToken::Sealing(OpenError::UnknownKey(_))) => {
+                Refusal::UnknownKey
+            }
+            NoResume::Invalid(InvalidToken::Sealing(OpenError::Forged)) => Refusal::Tampered,
+            NoResume::Invalid(_) => Refusal::Malformed,
+        })
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The live counters (see [`crate::ResumeServer::metrics`]).
+#[derive(Debug, Default)]
+pub struct ServerMetrics {
+    connections: AtomicU64,
+    tokens_presented: AtomicU64,
+    addresses_validated: AtomicU64,
+    address_tokens_minted: AtomicU64,
+    bdp_tokens_minted: AtomicU64,
+    refused: [AtomicU64; Refusal::ALL.len()],
+    resumes_granted: AtomicU64,
+    jumps: AtomicU64,
+    jumps_validated: AtomicU64,
+    retreats: AtomicU64,
+}
+
+/// The counters at one moment; every field only ever grows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetricsSnapshot {
+    /// Connections accepted.
+    pub connections: u64,
+    /// Connections whose Initial carried a token.
+    pub tokens_presented: u64,
+    /// Connections whose token validated the client's address.
+    pub addresses_validated: u64,
+    /// Address validation tokens sent (NEW_TOKEN).
+    pub address_tokens_minted: u64,
+    /// BDP tokens sent (NEW_TOKEN), siblings included.
+    pub bdp_tokens_minted: u64,
+    /// Tokens carrying saved capacity that did not resume, by reason, in the
+    /// order of [`Refusal::ALL`].
+    pub refused: [u64; Refusal::ALL.len()],
+    /// Connections that may resume: a valid saved set, granted by the guard.
+    pub resumes_granted: u64,
+    /// Connections that jumped (entered Unvalidated).
+    pub jumps: u64,
+    /// Jumps the path validated (Validating ended with the last unvalidated
+    /// packet acknowledged).
+    pub jumps_validated: u64,
+    /// Jumps that met congestion and retreated (Safe Retreat).
+    pub retreats: u64,
+}
+
+impl MetricsSnapshot {
+    /// The count of refusals for one reason.
+    pub fn refused(&self, reason: Refusal) -> u64 {
+        self.refused[reason.index()]
+    }
+}
+
+impl ServerMetrics {
+    /// Reads every counter.
+    pub fn snapshot(&self) -> MetricsSnapshot {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        MetricsSnapshot {
+            connections: read(&self.connections),
+            tokens_presented: read(&self.tokens_presented),
+            addresses_validated: read(&self.addresses_validated),
+            address_tokens_minted: read(&self.address_tokens_minted),
+            bdp_tokens_minted: read(&self.bdp_tokens_minted),
+            refused: std::array::from_fn(|i| read(&self.refused[i])),
+            resumes_granted: read(&self.resumes_granted),
+            jumps: read(&self.jumps),
+            jumps_validated: read(&self.jumps_validated),
+            retreats: read(&self.retreats),
+        }
+    }
+
+    pub(crate) fn on_accept(&self, token_presented: bool, address_validated: bool) {
+        add(&self.connections);
+        if token_presented {
+            add(&self.tokens_presented);
+        }
+        if address_validated {
+            add(&self.addresses_validated);
+        }
+    }
+
+    pub(crate) fn on_refusal(&self, why: &NoResume) {
+        if let Some(reason) = Refusal::of(why) {
+            add(&self.refused[reason.index()]);
+        }
+    }
+
+    pub(crate) fn on_granted(&self) {
+        add(&self.resumes_granted);
+    }
+
+    pub(crate) fn on_address_token(&self) {
+        add(&self.address_tokens_minted);
+    }
+
+    pub(crate) fn on_bdp_token(&self) {
+        add(&self.bdp_tokens_minted);
+    }
+
+    pub(crate) fn on_jump(&self) {
+        add(&self.jumps);
+    }
+
+    pub(crate) fn on_jump_validated(&self) {
+        add(&self.jumps_validated);
+    }
+
+    pub(crate) fn on_retreat(&self) {
+        add(&self.retreats);
+    }
+}
+
+fn add(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_has_its_own_counter_and_label() {
+        let labels: std::collections::HashSet<_> =
+            Refusal::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(labels.len(), Refusal::ALL.len());
+        for (i, reason) in Refusal::ALL.iter().enumerate() {
+            assert_eq!(reason.index(), i);
+        }
+        let metrics = ServerMetrics::default();
+        metrics.on_refusal(&NoResume::AlreadyInUse);
+        metrics.on_refusal(&NoResume::Absent);
+        let snapshot = metrics.snapshot();
+        assert_eq!(snapshot.refused(Refusal::AlreadyUsed), 1);
+        assert_eq!(snapshot.refused.iter().sum::<u64>(), 1);
+    }
+}

@@ -1,0 +1,50 @@
+//! What Careful Resume did on one connection, read from its [`Accepted`]
+//! in the way quiche's `Connection::stats()` reads transport figures.
+
+use careful_resume::{Phase, Trigger};
+use ex_token::{NoResume, SavedParameters};
+
+use crate::Accepted;
+
+/// One connection's Careful Resume story.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResumeStats {
+    /// Whether the client's Initial carried a token.
+    pub token_presented: bool,
+    /// Whether the token validated the client's address.
+    pub address_validated: bool,
+    /// The saved set the token carried, when it was valid (resumed or not).
+    pub presented: Option<SavedParameters>,
+    /// Why the connection did not resume, if it did not get to (an
+    /// expired token, a set already used, ...). `None` when it resumed.
+    pub not_resumed: Option<NoResume>,
+    /// The phases entered, each with its trigger (empty without a saved
+    /// set; see [`careful_resume::CarefulResume::history`]).
+    pub phases: Vec<(Phase, Trigger)>,
+    /// The window jumped to, in bytes, if the connection jumped.
+    pub jump_window: Option<usize>,
+    /// The capacity, in bytes, of the last BDP token sent: what the next
+    /// connection will resume from.
+    pub saved_for_next: Option<u64>,
+    /// BDP tokens sent, siblings included.
+    pub bdp_tokens_sent: u32,
+}
+
+impl Accepted {
+    /// This connection's Careful Resume figures so far.
+    pub fn stats(&self) -> ResumeStats {
+        let resume = self.conn.careful_resume();
+        let phases = resume.map(|r| r.history().to_vec()).unwrap_or_default();
+        let jump_window = resume.filter(|r| r.jumped()).map(|r| r.jump_window());
+        ResumeStats {
+            token_presented: self.token_presented,
+            address_validated: self.address_validated,
+            presented: self.presented,
+            not_resumed: self.resume.err(),
+            phases,
+            jump_window,
+            saved_for_next: self.saved_for_next,
+            bdp_tokens_sent: self.bdp_tokens_sent,
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! What an operator reads: the server's counters and each connection's
+//! Careful Resume story, after a scripted set of connections in virtual
+//! time (no token, a valid one, a replay, a tampered one, a retreat on a
+//! path that drops the jump, an expired one).
+
+use std::time::Duration;
+
+use cr_endpoint::careful_resume::{Phase, Trigger};
+use cr_endpoint::ex_token::{ExToken, NoResume};
+use cr_endpoint::{MetricsSnapshot, Refusal};
+use quiche::CongestionControlAlgorithm as Cc;
+use quiche_cr_tests::{opaque_client, Download, Harness};
+
+const RTT: Duration = Duration::from_millis(600);
+const SIZE: usize = 2 * 1024 * 1024;
+
+/// The tokens a download left with the client: (address-only, BDP
+/// capacities), and the newest token.
+fn tokens(download: &mut Download) -> (u64, Vec<u64>, Vec<u8>) {
+    let (mut address, mut capacities, mut newest) = (0, Vec::new(), Vec::new());
+    while let Some(token) = download.client.new_token_next() {
+        match ExToken::decode(&token).ok().and_then(|t| t.bdp()) {
+            Some(Ok(bdp)) => capacities.push(bdp.capacity),
+            _ => address += 1,
+        }
+        newest = token;
+    }
+    (address, capacities, newest)
+}
+
+/// `token` with one bit of its sealed saved set flipped.
+fn tampered(token: &[u8]) -> Vec<u8> {
+    let decoded = ExToken::decode(token).expect("a token");
+    let bdp = decoded.bdp().expect("a BDP token").expect("well formed");
+    let offset = bdp.private_data.as_ptr() as usize - token.as_ptr() as usize;
+    let mut altered = token.to_vec();
+    altered[offset + bdp.private_data.len() / 2] ^= 0x01;
+    altered
+}
+
+#[test]
+fn the_counters_tell_what_each_connection_did() {
+    let mut harness = Harness::new(Cc::CUBIC, RTT);
+    let (mut address_minted, mut bdp_minted) = (0, 0);
+    let mut count = |(address, capacities, newest): (u64, Vec<u64>, Vec<u8>)| {
+        address_minted += address;
+        bdp_minted += capacities.len() as u64;
+        (capacities, newest)
+    };
+
+    // 1. No token.
+    let mut first = harness.download(opaque_client(None, 1), SIZE, |_| false);
+    let (_, token) = count(tokens(&mut first));
+    assert_eq!(first.server.stats().not_resumed, Some(NoResume::Absent));
+
+    // 2. A valid token: resumes, jumps, the jump is validated.
+    let mut resumed = harness.download(opaque_client(Some(&token), 2), SIZE, |_| false);
+    let (capacities, fresh) = count(tokens(&mut resumed));
+    let stats = resumed.server.stats();
+    assert!(stats.token_presented && stats.address_validated);
+    assert_eq!(stats.not_resumed, None);
+    let presented = stats.presented.expect("a valid saved set");
+    let phases: Vec<Phase> = stats.phases.iter().map(|&(p, _)| p).collect();
+    assert_eq!(
+        phases,
+        [Phase::Unvalidated, Phase::Validating, Phase::Normal]
+    );
+    assert_eq!(
+        stats.phases.last(),
+        Some(&(Phase::Normal, Trigger::LastUnvalidatedPacketAcknowledged))
+    );
+    assert_eq!(stats.jump_window, Some(presented.saved_cwnd as usize / 2));
+    assert_eq!(stats.saved_for_next, capacities.last().copied());
+    assert_eq!(stats.bdp_tokens_sent as usize, capacities.len());
+
+    // 3. The same token again: the set is used.
+    let mut replayed = harness.download(opaque_client(Some(&token), 3), SIZE, |_| false);
+    count(tokens(&mut replayed));
+    assert_eq!(
+        replayed.server.stats().not_resumed,
+        Some(NoResume::AlreadyInUse)
+    );
+
+    // 4. A tampered token.
+    let mut forged = harness.download(opaque_client(Some(&tampered(&fresh)), 4), SIZE, |_| false);
+    let (_, unused) = count(tokens(&mut forged));
+    assert!(forged.server.stats().presented.is_none());
+
+    // 5. A path that drops packets sent while unvalidated: Safe Retreat.
+    let mut sent = 0u32;
+    let mut retreated = harness.download(opaque_client(Some(&fresh), 5), SIZE, |conn| {
+        let unvalidated = conn
+            .careful_resume()
+            .is_some_and(|r| r.phase() == Phase::Unvalidated);
+        sent += u32::from(unvalidated);
+        unvalidated && sent.is_multiple_of(4)
+    });
+    count(tokens(&mut retreated));
+    let stats = retreated.server.stats();
+    assert!(
+        stats.phases.iter().any(|&(p, _)| p == Phase::SafeRetreat),
+        "{:?}",
+        stats.phases
+    );
+
+    // 6. Two hours later, a token of connection 4 has expired.
+    harness.wait(Duration::from_secs(2 * 3600));
+    let mut late = harness.download(opaque_client(Some(&unused), 6), SIZE, |_| false);
+    count(tokens(&mut late));
+    assert_eq!(late.server.stats().not_resumed, Some(NoResume::Expired));
+
+    let mut refused = [0; Refusal::ALL.len()];
+    for (reason, n) in [
+        (Refusal::AlreadyUsed, 1),
+        (Refusal::Tampered, 1),
+        (Refusal::Expired, 1),
+    ] {
+        refused[Refusal::ALL.iter().position(|&r| r == reason).unwrap()] = n;
+    }
+    assert_eq!(
+        harness.metrics(),
+        MetricsSnapshot {
+            connections: 6,
+            tokens_presented: 5,
+            // Every presented token carried a valid address part (the
+            // tampered one too: only its saved set was altered) but the
+            // expired one: a BDP token's address part expires with its set.
+            addresses_validated: 4,
+            address_tokens_minted: address_minted,
+            bdp_tokens_minted: bdp_minted,
+            refused,
+            resumes_granted: 2,
+            jumps: 2,
+            jumps_validated: 1,
+            retreats: 1,
+        }
+    );
+}
