@@ -17,6 +17,7 @@ pub mod app;
 pub mod client;
 pub mod error;
 pub mod keys;
+pub mod metrics;
 pub mod net;
 pub mod qlog;
 pub mod relay;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use cr_apps::keys::load_key_ring;
+use cr_apps::metrics::MetricsEndpoint;
 use cr_apps::units::{parse_bytes, parse_duration};
 use cr_apps::{CongestionControl, Server, ServerOptions};
 
@@ -45,6 +46,10 @@ struct Args {
     /// Largest window Careful Resume may jump to (e.g. 4MiB).
     #[arg(long, value_parser = parse_bytes)]
     max_jump: Option<u64>,
+    /// Serve the Careful Resume counters in the Prometheus text format over
+    /// HTTP on this address (e.g. 127.0.0.1:9464).
+    #[arg(long)]
+    metrics: Option<SocketAddr>,
     /// Connection idle timeout.
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     idle_timeout: Duration,
@@ -87,6 +92,17 @@ fn run(args: Args) -> Result<(), cr_apps::AppError> {
         if loaded.generated { " (new)" } else { "" },
         loaded.previous,
     );
+    let _metrics = match args.metrics {
+        Some(listen) => {
+            let endpoint = MetricsEndpoint::serve(listen, server.metrics())?;
+            eprintln!(
+                "cr-server: metrics on http://{}/metrics",
+                endpoint.local_addr()
+            );
+            Some(endpoint)
+        }
+        None => None,
+    };
     let stop = AtomicBool::new(false);
     server.run(&stop, |report| println!("{report}"))
 }

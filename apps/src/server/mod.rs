@@ -171,6 +171,11 @@ impl Server {
         self.local
     }
 
+    /// The server's Careful Resume counters, readable from any thread.
+    pub fn metrics(&self) -> Arc<cr_endpoint::ServerMetrics> {
+        self.resume.metrics()
+    }
+
     /// Serves until `stop` is set, handing each ended connection's report
     /// to `on_report`.
     pub fn run(

@@ -1,0 +1,159 @@
+//! `cr-server --metrics`: the server's Careful Resume counters
+//! ([`cr_endpoint::ServerMetrics`]) served over HTTP in the Prometheus
+//! (OpenMetrics) text format, from a thread of their own so that a scrape
+//! never delays a packet.
+//!
+//! Counters, each ending in `_total`: `cr_connections`,
+//! `cr_tokens_presented`, `cr_addresses_validated`,
+//! `cr_tokens_minted{kind="address"|"bdp"}`, `cr_resumes_refused{reason}`
+//! (see [`cr_endpoint::Refusal`]), `cr_resumes_granted`, `cr_jumps`,
+//! `cr_jumps_validated`, `cr_jumps_retreated`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+
+use cr_endpoint::{MetricsSnapshot, Refusal, ServerMetrics};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::registry::Registry;
+
+use crate::error::AppError;
+
+/// Reads the counters afresh at every scrape.
+#[derive(Debug)]
+struct Counters(Arc<ServerMetrics>);
+
+impl Collector for Counters {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s: MetricsSnapshot = self.0.snapshot();
+        let single: [(&str, &str, u64); 7] = [
+            ("cr_connections", "Connections accepted", s.connections),
+            (
+                "cr_tokens_presented",
+                "Connections whose Initial carried a token",
+                s.tokens_presented,
+            ),
+            (
+                "cr_addresses_validated",
+                "Connections whose token validated the client's address",
+                s.addresses_validated,
+            ),
+            (
+                "cr_resumes_granted",
+                "Connections allowed to resume from a saved set (valid and unused)",
+                s.resumes_granted,
+            ),
+            ("cr_jumps", "Careful Resume jumps made", s.jumps),
+            (
+                "cr_jumps_validated",
+                "Careful Resume jumps the path validated",
+                s.jumps_validated,
+            ),
+            (
+                "cr_jumps_retreated",
+                "Careful Resume jumps that met congestion (Safe Retreat)",
+                s.retreats,
+            ),
+        ];
+        for (name, help, value) in single {
+            let counter = ConstCounter::new(value);
+            let metric = encoder.encode_descriptor(name, help, None, counter.metric_type())?;
+            counter.encode(metric)?;
+        }
+
+        let kind = ConstCounter::new(0u64).metric_type();
+        let mut minted = encoder.encode_descriptor(
+            "cr_tokens_minted",
+            "Tokens sent with NEW_TOKEN, by kind",
+            None,
+            kind,
+        )?;
+        for (label, value) in [
+            ("address", s.address_tokens_minted),
+            ("bdp", s.bdp_tokens_minted),
+        ] {
+            ConstCounter::new(value).encode(minted.encode_family(&[("kind", label)])?)?;
+        }
+
+        let mut refused = encoder.encode_descriptor(
+            "cr_resumes_refused",
+            "Tokens with saved capacity that did not resume, by reason",
+            None,
+            kind,
+        )?;
+        for reason in Refusal::ALL {
+            let counter = ConstCounter::new(s.refused(reason));
+            counter.encode(refused.encode_family(&[("reason", reason.as_str())])?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The counters in the OpenMetrics text format.
+pub fn render(metrics: &Arc<ServerMetrics>) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Counters(Arc::clone(metrics))));
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+    text
+}
+
+/// An HTTP endpoint serving [`render`] at every path; dropping it stops it.
+pub struct MetricsEndpoint {
+    server: Arc<tiny_http::Server>,
+    local: SocketAddr,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MetricsEndpoint {
+    /// Listens on `listen` and serves `metrics` from a new thread.
+    pub fn serve(listen: SocketAddr, metrics: Arc<ServerMetrics>) -> Result<Self, AppError> {
+        let server = tiny_http::Server::http(listen)
+            .map_err(|e| AppError::Invalid(format!("metrics endpoint on {listen}: {e}")))?;
+        let local = server
+            .server_addr()
+            .to_ip()
+            .ok_or_else(|| AppError::Invalid("metrics endpoint has no IP address".into()))?;
+        let server = Arc::new(server);
+        let serving = Arc::clone(&server);
+        let content_type = tiny_http::Header::from_bytes(
+            "Content-Type",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )
+        .map_err(|()| AppError::Invalid("metrics content type".into()))?;
+        let thread = thread::Builder::new()
+            .name("cr-metrics".into())
+            .spawn(move || {
+                for request in serving.incoming_requests() {
+                    let response = tiny_http::Response::from_string(render(&metrics))
+                        .with_header(content_type.clone());
+                    if let Err(e) = request.respond(response) {
+                        log::debug!("metrics scrape not answered: {e}");
+                    }
+                }
+            })
+            .map_err(|e| AppError::io("starting the metrics thread", e))?;
+        Ok(MetricsEndpoint {
+            server,
+            local,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address the endpoint listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+impl Drop for MetricsEndpoint {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
