@@ -16,9 +16,13 @@ use crate::app::Protocol;
 pub struct ConnectionReport {
     /// The client's address.
     pub peer: SocketAddr,
-    /// quiche's trace id (the original destination connection ID, hex),
-    /// which also names the qlog file.
+    /// quiche's trace id: the server's own connection ID (hex), which also
+    /// names the qlog file.
     pub trace_id: String,
+    /// The destination connection ID of the client's first Initial (hex):
+    /// the client's original destination connection ID, by which a client
+    /// matches its connections to the server's lines.
+    pub client_dcid: String,
     /// The negotiated application protocol, if the handshake got that far.
     pub protocol: Option<Protocol>,
     /// Whether the client's Initial carried a token.
@@ -96,7 +100,7 @@ impl fmt::Display for ConnectionReport {
         write!(
             f,
             "peer={} alpn={} token={} cr={} requests={} bytes={} completion={} lifetime={} \
-             sent={} lost={} id={}",
+             sent={} lost={} id={} odcid={}",
             self.peer,
             self.protocol.map_or("-", Protocol::name),
             match (self.token_presented, self.address_validated) {
@@ -112,6 +116,7 @@ impl fmt::Display for ConnectionReport {
             self.packets.0,
             self.packets.1,
             self.trace_id,
+            self.client_dcid,
         )?;
         if let Some(error) = &self.error {
             write!(f, " error={error}")?;

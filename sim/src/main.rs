@@ -145,6 +145,9 @@ impl RunArgs {
 }
 
 fn main() -> ExitCode {
+    // The libraries' decisions (refused tokens, retreats) at RUST_LOG's
+    // level; warnings only by default, as a suite runs many connections.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     match run(Cli::parse().command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

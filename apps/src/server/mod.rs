@@ -307,7 +307,7 @@ impl Server {
                 SystemTime::now(),
             )
             .ok()?;
-        let session = Session::new(accepted, !token.is_empty(), self.qlog_dir.as_deref(), now)
+        let session = Session::new(accepted, &header.dcid, self.qlog_dir.as_deref(), now)
             .map_err(|e| log::warn!("connection from {from} not served: {e}"))
             .ok()?;
         let number = self.next_session;

@@ -20,14 +20,13 @@ const APP_PROTOCOL_ERROR: u64 = 0x101;
 /// A connection being served.
 pub struct Session {
     accepted: Accepted,
-    token_presented: bool,
     app: Option<ServerApp>,
     protocol: Option<Protocol>,
     started: Instant,
     /// Set while every response so far is acknowledged: the completion time.
     completed: Option<Instant>,
-    phases: Vec<Phase>,
-    jump_window: Option<usize>,
+    /// The destination connection ID of the client's first Initial (hex).
+    client_dcid: String,
     /// When the pacer lets the connection send again, if it held a packet.
     next_send: Option<Instant>,
 }
@@ -37,25 +36,23 @@ impl Session {
     /// its first datagram arrived.
     pub fn new(
         accepted: Accepted,
-        token_presented: bool,
+        client_dcid: &[u8],
         qlog_dir: Option<&Path>,
         started: Instant,
     ) -> Result<Session, AppError> {
+        let client_dcid = client_dcid.iter().map(|b| format!("{b:02x}")).collect();
         let mut session = Session {
             accepted,
-            token_presented,
             app: None,
             protocol: None,
             started,
             completed: None,
-            phases: Vec::new(),
-            jump_window: None,
+            client_dcid,
             next_send: None,
         };
         if let Some(dir) = qlog_dir {
             crate::qlog::attach(&mut session.accepted.conn, dir, "server")?;
         }
-        session.track_resume();
         Ok(session)
     }
 
@@ -98,8 +95,6 @@ impl Session {
         self.run_app(now);
         resume.on_progress(&mut self.accepted, SystemTime::now());
         self.next_send = drain_connection(&mut self.accepted.conn, outbox);
-        // After sending: the phase can change when a packet goes out.
-        self.track_resume();
     }
 
     fn run_app(&mut self, now: Instant) {
@@ -129,20 +124,6 @@ impl Session {
         }
     }
 
-    fn track_resume(&mut self) {
-        let Some(cr) = self.accepted.conn.careful_resume() else {
-            return;
-        };
-        let phase = cr.phase();
-        if self.phases.last() != Some(&phase) {
-            self.phases.push(phase);
-        }
-        if phase != Phase::Reconnaissance {
-            let jump = cr.jump_window();
-            self.jump_window = Some(self.jump_window.map_or(jump, |j| j.max(jump)));
-        }
-    }
-
     /// The report of a connection that ended at `now`.
     pub fn report(&self, now: Instant) -> ConnectionReport {
         let conn = &self.accepted.conn;
@@ -162,15 +143,25 @@ impl Session {
                 )
             })
             .or_else(|| conn.is_timed_out().then(|| "idle timeout".to_string()));
+        // The phases entered, after the Reconnaissance every resumed
+        // connection starts in.
+        let resume = self.accepted.stats();
+        let phases = conn
+            .careful_resume()
+            .map(|_| Phase::Reconnaissance)
+            .into_iter()
+            .chain(resume.phases.iter().map(|&(phase, _)| phase))
+            .collect();
         ConnectionReport {
             peer: self.accepted.peer,
             trace_id: conn.trace_id().to_string(),
+            client_dcid: self.client_dcid.clone(),
             protocol: self.protocol,
-            token_presented: self.token_presented,
+            token_presented: resume.token_presented,
             address_validated: self.accepted.address_validated,
             resume: self.accepted.resume,
-            phases: self.phases.clone(),
-            jump_window: self.jump_window,
+            phases,
+            jump_window: resume.jump_window,
             requests: served.map_or(0, |s| s.requests),
             body_bytes: served.map_or(0, |s| s.body_bytes),
             completion: self.completed.map(|at| at - self.started),
