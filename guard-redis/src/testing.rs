@@ -78,13 +78,18 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts a server without persistence; panics, naming `make setup`,
     /// when redis-server is not installed.
+    #[track_caller]
     pub fn start() -> RedisServer {
         RedisServer::start_with(RedisServerOptions::default())
     }
 
     /// Starts a server run as `options` says; panics when it cannot.
+    #[track_caller]
     pub fn start_with(options: RedisServerOptions) -> RedisServer {
-        RedisServer::try_start(options).unwrap_or_else(|e| panic!("{e}"))
+        match RedisServer::try_start(options) {
+            Ok(server) => server,
+            Err(e) => panic!("{e}"),
+        }
     }
 
     /// Starts a server run as `options` says.
@@ -135,10 +140,14 @@ impl RedisServer {
 
     /// A plain connection to the server, for a test's own commands; panics
     /// when it cannot connect.
+    #[track_caller]
     pub fn connection(&self) -> redis::Connection {
-        redis::Client::open(self.url())
-            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
-            .unwrap_or_else(|e| panic!("cannot connect to the test redis-server: {e}"))
+        let connection = redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)));
+        match connection {
+            Ok(connection) => connection,
+            Err(e) => panic!("cannot connect to the test redis-server: {e}"),
+        }
     }
 
     /// Kills the server (SIGKILL, as a crash would) and waits for it to
@@ -153,6 +162,7 @@ impl RedisServer {
 
     /// Starts the server again on the same port and directory (stopping it
     /// first if it runs); panics when it cannot.
+    #[track_caller]
     pub fn restart(&mut self) {
         self.stop();
         // The port was ours a moment ago; give the kernel a few tries.
