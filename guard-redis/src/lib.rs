@@ -642,6 +642,12 @@ mod tests {
     }
 
     #[test]
+    fn one_guard_serves_every_thread() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<RedisGuard>();
+    }
+
+    #[test]
     fn an_expired_set_is_refused_at_once() {
         let guard = RedisGuard::connect("redis://127.0.0.1:1/", Default::default()).unwrap();
         let now = UNIX_EPOCH + Duration::from_secs(1_000);
