@@ -10,7 +10,7 @@ export FUZZ_SECONDS
 
 all: build
 
-## setup: install what building quiche needs (cmake, libclang-dev, curl) when it is missing
+## setup: install what building quiche needs (cmake, libclang-dev, curl) and the Redis guard's tests (redis-server) when missing
 setup:
 	@scripts/setup-deps.sh
 
@@ -64,9 +64,10 @@ sim-guards: setup quiche
 ## test: formatting, lints, all workspace tests, the fork check, upstream's suite, a short fuzz run
 test: setup-test fmt-check clippy test-workspace sim-guards quiche-check quiche-tooling-test quiche-test fuzz
 
-## bench: criterion benchmarks (results in target/criterion)
+## bench: criterion benchmarks (results in target/criterion); the Redis guard's claims/s and latency
 bench: setup quiche
 	$(CARGO) bench -p quiche-cr-benches
+	$(CARGO) bench -p cr-guard-redis
 
 ## demo: Careful Resume on a simulated GEO satellite link: times, speed-ups, SVG plots (target/cr-demo/)
 demo: setup quiche

@@ -3,13 +3,14 @@
 # with apt-get when running as root; otherwise names them and stops.
 #
 #   setup-deps.sh          what building quiche needs: cmake and libclang (for boring-sys's
-#                          bindgen), curl (for fetching the pinned release)
+#                          bindgen), curl (for fetching the pinned release); and redis-server,
+#                          which the Redis guard's tests (guard-redis/) start on loopback
 #   setup-deps.sh fuzz     the above, plus a nightly toolchain and cargo-fuzz (installed from
 #                          crates.io, pinned, when missing)
 #
 # Testable without touching the system (scripts/test-setup-deps.sh does): SETUP_ROOT prefixes
-# every directory searched for libclang, and every command (apt-get, id, cmake, llvm-config) is
-# taken from PATH.
+# every directory searched for libclang, and every command (apt-get, id, cmake, llvm-config,
+# redis-server) is taken from PATH.
 set -euo pipefail
 
 root=${SETUP_ROOT:-}
@@ -56,10 +57,13 @@ missing=()
 command -v cmake >/dev/null || missing+=(cmake)
 find_libclang >/dev/null || missing+=(libclang-dev)
 command -v curl >/dev/null || missing+=(curl)
+# The server itself, not redis-tools: the tests talk to it through the redis crate.
+command -v redis-server >/dev/null || missing+=(redis-server)
 
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "setup: installing ${missing[*]} with apt-get (needed to build BoringSSL under quiche)" >&2
+        echo "setup: installing ${missing[*]} with apt-get (needed to build BoringSSL under quiche" \
+            "and to test the Redis guard)" >&2
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else

@@ -18,6 +18,7 @@ new_machine() {
     for tool in basename dirname; do ln -s "$(command -v "$tool")" "$bin/$tool"; done
     stub cmake 'exit 0'
     stub curl 'exit 0'
+    stub redis-server 'exit 0'
     stub id 'echo 0'
     stub apt-get "echo \"\$*\" >> '$scratch/$1/apt-get.log'"
 }
@@ -100,6 +101,28 @@ lib usr/lib/llvm-14/lib/libclang.so.1
 rm "$bin/cmake"
 run no-cmake
 expect "cmake missing: installs cmake only" 0 cmake
+
+new_machine no-redis
+lib usr/lib/llvm-14/lib/libclang.so.1
+rm "$bin/redis-server"
+run no-redis
+expect "redis-server missing: installs redis-server only" 0 redis-server
+
+new_machine no-redis-not-root
+lib usr/lib/llvm-14/lib/libclang.so.1
+rm "$bin/redis-server"
+stub id 'echo 1000'
+run no-redis-not-root
+expect "redis-server missing, not root: exits and installs nothing" 1 ""
+if ! grep -q 'missing system packages: redis-server' <<<"$output"; then
+    echo "FAIL redis-server missing, not root: the message does not name redis-server: $output"
+    failures=$((failures + 1))
+fi
+
+new_machine nothing
+rm "$bin/cmake" "$bin/curl" "$bin/redis-server"
+run nothing
+expect "a bare machine: installs all four" 0 "cmake libclang-dev curl redis-server"
 
 [ "$failures" = 0 ] || { echo "setup-deps: $failures case(s) failed" >&2; exit 1; }
 echo "setup-deps: all cases passed"

@@ -1,0 +1,295 @@
+//! A real `redis-server` on loopback for tests (feature `testing`).
+//!
+//! [`RedisServer::start`] runs the `redis-server` of the machine (from
+//! `PATH`, else `/usr/bin/redis-server`; `make setup` installs it) on
+//! 127.0.0.1 at a free port, in a fresh directory of its own, and waits
+//! until it answers `PING`. It can be stopped (killed, as a crash would) and
+//! restarted on the same port and directory; dropping it kills the one
+//! process it started, by its PID, and removes the directory.
+//!
+//! By default nothing is persisted (`--save "" --appendonly no`);
+//! [`RedisServerOptions::appendonly`] keeps every acknowledged write in an
+//! append-only file (`appendfsync always`), so a restarted server still
+//! holds it. `DEBUG` is enabled for local connections, so that tests can
+//! make the server slow (`DEBUG SLEEP`).
+//!
+//! Not for production use: it panics (with a message saying what to do)
+//! where a test should fail.
+
+use std::fmt;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The redis crate this crate is built with, for raw connections in tests.
+pub use redis;
+
+/// How long a started server has to answer `PING`.
+const READY_WITHIN: Duration = Duration::from_secs(10);
+
+/// How a [`RedisServer`] is run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RedisServerOptions {
+    /// Keep every write in an append-only file, synced before each reply,
+    /// so that a restart (even after a kill) remembers it.
+    pub appendonly: bool,
+}
+
+/// Why a [`RedisServer`] could not be started.
+#[derive(Debug)]
+pub enum HarnessError {
+    /// No `redis-server` on `PATH` nor in `/usr/bin`.
+    NotInstalled,
+    /// The server could not be started or did not answer `PING` in time;
+    /// the message says what happened and ends with its log.
+    Start(String),
+}
+
+impl fmt::Display for HarnessError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HarnessError::NotInstalled => write!(
+                f,
+                "redis-server is not installed (not on PATH, not /usr/bin/redis-server): \
+                 the Redis guard's tests need a real one; run `make setup` \
+                 (scripts/setup-deps.sh installs it with apt-get) or install the \
+                 redis-server package"
+            ),
+            HarnessError::Start(why) => write!(f, "redis-server did not start: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for HarnessError {}
+
+/// A `redis-server` process started for a test, on 127.0.0.1.
+#[derive(Debug)]
+pub struct RedisServer {
+    binary: PathBuf,
+    options: RedisServerOptions,
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// Starts a server without persistence; panics, naming `make setup`,
+    /// when redis-server is not installed.
+    #[track_caller]
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(RedisServerOptions::default())
+    }
+
+    /// Starts a server run as `options` says; panics when it cannot.
+    #[track_caller]
+    pub fn start_with(options: RedisServerOptions) -> RedisServer {
+        match RedisServer::try_start(options) {
+            Ok(server) => server,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Starts a server run as `options` says.
+    pub fn try_start(options: RedisServerOptions) -> Result<RedisServer, HarnessError> {
+        let binary = find_redis_server().ok_or(HarnessError::NotInstalled)?;
+        let dir = scratch_dir().map_err(|e| HarnessError::Start(format!("scratch dir: {e}")))?;
+        let mut server = RedisServer {
+            binary,
+            options,
+            port: 0,
+            dir,
+            child: None,
+        };
+        // Another process may take the free port between our probe and the
+        // server's bind: try a few.
+        let mut last = None;
+        for _ in 0..5 {
+            server.port =
+                free_port().map_err(|e| HarnessError::Start(format!("no free port: {e}")))?;
+            match server.spawn() {
+                Ok(()) => return Ok(server),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| HarnessError::Start("no attempt".to_owned())))
+    }
+
+    /// The server's URL, `redis://127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The server's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's working directory (its log, `redis.log`, and its
+    /// append-only files).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The PID of the running server process, if it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// A plain connection to the server, for a test's own commands; panics
+    /// when it cannot connect.
+    #[track_caller]
+    pub fn connection(&self) -> redis::Connection {
+        let connection = redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)));
+        match connection {
+            Ok(connection) => connection,
+            Err(e) => panic!("cannot connect to the test redis-server: {e}"),
+        }
+    }
+
+    /// Kills the server (SIGKILL, as a crash would) and waits for it to
+    /// exit. Its port stays reserved for [`RedisServer::restart`].
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Child::kill signals this process's PID only.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port and directory (stopping it
+    /// first if it runs); panics when it cannot.
+    #[track_caller]
+    pub fn restart(&mut self) {
+        self.stop();
+        // The port was ours a moment ago; give the kernel a few tries.
+        let mut last = None;
+        for _ in 0..20 {
+            match self.spawn() {
+                Ok(()) => return,
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if let Some(e) = last {
+            panic!("{e}");
+        }
+    }
+
+    /// Whether the server process is running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(Child::try_wait), Some(Ok(None)))
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.join("redis.log")
+    }
+
+    /// Starts the process and waits until it answers `PING`.
+    fn spawn(&mut self) -> Result<(), HarnessError> {
+        let port = self.port.to_string();
+        let appendonly = if self.options.appendonly { "yes" } else { "no" };
+        let mut command = Command::new(&self.binary);
+        command
+            .args(["--bind", "127.0.0.1", "--port", &port])
+            .args(["--save", "", "--appendonly", appendonly])
+            .args(["--appendfsync", "always"])
+            .args(["--enable-debug-command", "local"])
+            .args(["--daemonize", "no", "--protected-mode", "yes"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(self.log())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = command.spawn().map_err(|e| {
+            HarnessError::Start(format!("cannot run {}: {e}", self.binary.display()))
+        })?;
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(self.failed(format!("it exited ({status})")));
+            }
+            if ping(self.port) {
+                self.child = Some(child);
+                return Ok(());
+            }
+            if started.elapsed() > READY_WITHIN {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(self.failed(format!("no PONG within {READY_WITHIN:?}")));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn failed(&self, what: String) -> HarnessError {
+        let log = std::fs::read_to_string(self.log()).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        HarnessError::Start(format!(
+            "{} on 127.0.0.1:{}: {what}; its log:\n{}",
+            self.binary.display(),
+            self.port,
+            tail.join("\n")
+        ))
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `redis-server` on `PATH`, else Debian's.
+fn find_redis_server() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("redis-server"))
+            .find(|candidate| candidate.is_file())
+    });
+    on_path.or_else(|| {
+        let debian = PathBuf::from("/usr/bin/redis-server");
+        debian.is_file().then_some(debian)
+    })
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+fn free_port() -> std::io::Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// A new empty directory under the system's temporary directory.
+fn scratch_dir() -> std::io::Result<PathBuf> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "cr-guard-redis-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Whether a server on `port` answers `PING` with `+PONG` within a moment.
+fn ping(port: u16) -> bool {
+    let answer = || -> std::io::Result<bool> {
+        let timeout = Duration::from_millis(200);
+        let mut stream = TcpStream::connect_timeout(&(Ipv4Addr::LOCALHOST, port).into(), timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        stream.write_all(b"PING\r\n")?;
+        let mut reply = [0u8; 7];
+        stream.read_exact(&mut reply)?;
+        Ok(&reply == b"+PONG\r\n")
+    };
+    answer().unwrap_or(false)
+}
