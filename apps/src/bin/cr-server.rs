@@ -5,13 +5,16 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use cr_apps::keys::load_key_ring;
 use cr_apps::metrics::MetricsEndpoint;
+use cr_apps::server::SharedGuard;
 use cr_apps::units::{parse_bytes, parse_duration};
-use cr_apps::{CongestionControl, Server, ServerOptions};
+use cr_apps::{AppError, CongestionControl, Server, ServerOptions};
+use cr_guard_redis::{RedisGuard, RedisGuardConfig};
 
 /// Serve `GET /<bytes>` over HTTP/3 (h3) and hq-interop, resuming
 /// congestion state from the tokens clients bring back (Careful Resume).
@@ -46,6 +49,15 @@ struct Args {
     /// Largest window Careful Resume may jump to (e.g. 4MiB).
     #[arg(long, value_parser = parse_bytes)]
     max_jump: Option<u64>,
+    /// Where saved sets are claimed (one connection per saved set):
+    /// `memory` for this process alone, or `redis://HOST:PORT[/DB]`, one
+    /// Redis a fleet of servers shares.
+    #[arg(long, default_value = "memory")]
+    guard: String,
+    /// How long a claim in Redis may take; a connection whose claim is not
+    /// granted in time goes on without Careful Resume.
+    #[arg(long, value_parser = parse_duration, default_value = "50ms")]
+    claim_timeout: Duration,
     /// Serve the Careful Resume counters in the Prometheus text format over
     /// HTTP on this address (e.g. 127.0.0.1:9464).
     #[arg(long)]
@@ -67,7 +79,26 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: Args) -> Result<(), cr_apps::AppError> {
+/// The guard `--guard` names; `None` for the in-memory one.
+fn guard(spec: &str, claim_timeout: Duration) -> Result<Option<SharedGuard>, AppError> {
+    if spec == "memory" {
+        return Ok(None);
+    }
+    if !spec.starts_with("redis://") {
+        return Err(AppError::Invalid(format!(
+            "--guard {spec}: expected `memory` or `redis://HOST:PORT`"
+        )));
+    }
+    let config = RedisGuardConfig {
+        claim_timeout,
+        ..Default::default()
+    };
+    let guard = RedisGuard::connect(spec, config)
+        .map_err(|e| AppError::Invalid(format!("--guard {spec}: {e}")))?;
+    Ok(Some(Arc::new(guard)))
+}
+
+fn run(args: Args) -> Result<(), AppError> {
     let (token_keys, loaded) = load_key_ring(&args.token_key, args.rotate)?;
     let max_jump = args
         .max_jump
@@ -78,7 +109,7 @@ fn run(args: Args) -> Result<(), cr_apps::AppError> {
         key: args.key,
         token_keys,
         token_key_file: Some(args.token_key.clone()),
-        guard: None,
+        guard: guard(&args.guard, args.claim_timeout)?,
         qlog_dir: args.qlog_dir,
         cc: args.cc,
         max_jump,
