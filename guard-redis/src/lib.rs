@@ -210,6 +210,7 @@ impl RedisGuard {
             retry_at: None,
             stopping: stopping.clone(),
             keys: String::new(),
+            failing: false,
         };
         let worker = std::thread::Builder::new()
             .name("cr-guard-redis".to_owned())
@@ -294,6 +295,9 @@ struct Worker {
     stopping: Arc<AtomicBool>,
     /// Scratch space for formatting keys.
     keys: String,
+    /// Whether the last attempt failed: an outage is logged once when it
+    /// starts and once when it ends, never per claim.
+    failing: bool,
 }
 
 impl Worker {
@@ -422,6 +426,13 @@ impl Worker {
             Ok(connection) => {
                 self.connection = Some(connection);
                 self.retry_at = None;
+                if std::mem::take(&mut self.failing) {
+                    log::info!(
+                        "Redis guard {}:{} answers again: Careful Resume is back",
+                        self.target.host,
+                        self.target.port
+                    );
+                }
                 true
             }
             Err(_) => {
@@ -433,6 +444,14 @@ impl Worker {
 
     /// Drops the connection and backs off.
     fn fail(&mut self) {
+        if !std::mem::replace(&mut self.failing, true) {
+            log::warn!(
+                "Redis guard {}:{} unreachable or misbehaving: no connection resumes \
+                 (fail closed) until it answers",
+                self.target.host,
+                self.target.port
+            );
+        }
         self.connection = None;
         self.retry_at = Some(Instant::now() + self.config.reconnect_backoff);
     }
