@@ -31,7 +31,7 @@
 //! let token = hdr.token.as_deref().unwrap_or_default();
 //! let mut accepted = server.accept(&scid, None, local, peer, token, config, now)?;
 //! // ... recv / send / on_timeout on accepted.conn, and after each of them:
-//! server.on_progress(&mut accepted, std::time::SystemTime::now());
+//! server.on_progress(&mut accepted.conn, &mut accepted.session, std::time::SystemTime::now());
 //! # Ok(()) }
 //! ```
 
@@ -44,7 +44,7 @@ mod stats;
 pub use client::{ClientConfig, RequestedCapacity, ResumeClient};
 pub use error::Error;
 pub use metrics::{MetricsSnapshot, Refusal, ServerMetrics};
-pub use server::{Accepted, ResumeServer, ServerConfig};
+pub use server::{Accepted, ResumeServer, ResumeSession, ServerConfig};
 pub use stats::ResumeStats;
 
 pub use careful_resume;

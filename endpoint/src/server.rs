@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use careful_resume::{InitialData, Phase, SavedState, Trigger};
+use quiche::BufFactory;
+
 use ex_token::{
     Claim, ClaimOutcome, MemoryGuard, NoResume, Rng, SavedParameters, SavedPath, SavedSet,
     SystemRng, TokenGuard, TokenRejected, TokenServer,
@@ -39,17 +41,33 @@ impl Default for ServerConfig {
     }
 }
 
-/// A connection a [`ResumeServer`] accepted, and what its token said.
+/// A connection a [`ResumeServer`] accepted, and its Careful Resume state.
 pub struct Accepted {
     /// The connection, with Careful Resume started when the token allows it.
     pub conn: quiche::Connection,
+    /// What its token said, and what Careful Resume does with it.
+    pub session: ResumeSession,
+}
+
+impl Accepted {
+    /// This connection's Careful Resume figures so far.
+    pub fn stats(&self) -> crate::ResumeStats {
+        self.session.stats(&self.conn)
+    }
+}
+
+/// Careful Resume's state for one server connection, beside the
+/// `quiche::Connection` (which [`ResumeServer::accept`] creates, or a
+/// framework such as tokio-quiche owns): what the client's token said, the
+/// claim of its saved set, and the tokens sent so far.
+pub struct ResumeSession {
     /// The client's address, which tokens are bound to.
     pub peer: SocketAddr,
     /// Whether the token validated the client's address (no Retry needed,
     /// no anti-amplification limit).
     pub address_validated: bool,
     /// The saved set the connection resumes from, or why it does not.
-    /// While the guard's answer is still to come ([`Accepted::claim_pending`])
+    /// While the guard's answer is still to come ([`ResumeSession::claim_pending`])
     /// this is `Ok`, and the jump waits.
     pub resume: Result<SavedParameters, NoResume>,
     /// Set under the strict policy when the token was invalid: the
@@ -72,7 +90,7 @@ pub struct Accepted {
     phases_counted: usize,
 }
 
-impl Accepted {
+impl ResumeSession {
     /// Whether the guard has yet to answer the claim of the presented saved
     /// set (the jump waits for it).
     pub fn claim_pending(&self) -> bool {
@@ -135,7 +153,24 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         now: SystemTime,
     ) -> Result<Accepted, Error> {
         let mut conn = quiche::accept(scid, odcid, local, peer, config)?;
+        let session = self.resume_connection(&mut conn, peer, token, now)?;
+        Ok(Accepted { conn, session })
+    }
 
+    /// Acts on `token`, the token of the client's first Initial (empty when
+    /// none), for a connection accepted elsewhere (by
+    /// [`ResumeServer::accept`], or by a framework that hands the
+    /// connection over once the handshake is complete: then the token
+    /// cannot validate the address any more, and Careful Resume starts from
+    /// the RTT the handshake measured). Call it before the connection sends
+    /// application data.
+    pub fn resume_connection<F: BufFactory>(
+        &mut self,
+        conn: &mut quiche::Connection<F>,
+        peer: SocketAddr,
+        token: &[u8],
+        now: SystemTime,
+    ) -> Result<ResumeSession, Error> {
         let validation = match self.tokens.validate_unclaimed(token, peer, now) {
             Ok(validation) => validation,
             Err(rejected) => {
@@ -146,8 +181,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 let why = NoResume::Invalid(rejected.reason);
                 self.metrics.on_accept(true, false);
                 self.metrics.on_refusal(&why);
-                return Ok(Accepted {
-                    conn,
+                return Ok(ResumeSession {
                     peer,
                     address_validated: false,
                     resume: Err(why),
@@ -166,7 +200,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
 
         let address_validated = validation.address.is_validated();
         self.metrics.on_accept(!token.is_empty(), address_validated);
-        if address_validated {
+        if address_validated && !conn.is_established() {
             conn.set_peer_address_verified()?;
         }
 
@@ -180,11 +214,11 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             let started = self.guard.start_claim(saved.set_id, saved.expiry, now);
             match started.outcome() {
                 ClaimOutcome::Granted => {
-                    self.resume(&mut conn, saved)?;
+                    self.resume(conn, saved)?;
                     self.metrics.on_granted();
                 }
                 ClaimOutcome::Pending => {
-                    self.resume(&mut conn, saved)?;
+                    self.resume(conn, saved)?;
                     claim = Some(started);
                 }
                 refused => resume = Err(refusal(refused)),
@@ -203,8 +237,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             conn.await_careful_resume_claim()?;
         }
 
-        Ok(Accepted {
-            conn,
+        Ok(ResumeSession {
             peer,
             address_validated,
             resume,
@@ -226,11 +259,14 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     /// `recv()` (and [`ResumeServer::on_progress`] calls it after). An
     /// answer that came too late leaves the connection without Careful
     /// Resume.
-    pub fn poll_claim(&self, accepted: &mut Accepted) {
-        let Some(claim) = &accepted.claim else {
+    pub fn poll_claim<F: BufFactory>(
+        &self,
+        conn: &mut quiche::Connection<F>,
+        session: &mut ResumeSession,
+    ) {
+        let Some(claim) = &session.claim else {
             return;
         };
-        let conn = &mut accepted.conn;
         let outcome = match claim.outcome() {
             ClaimOutcome::Pending => {
                 let waiting = conn.careful_resume().is_some_and(|r| r.is_claim_pending());
@@ -248,49 +284,57 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             self.metrics.on_granted();
         } else {
             let why = refusal(outcome);
-            log::debug!("{}: no Careful Resume: {why}", accepted.peer);
+            log::debug!("{}: no Careful Resume: {why}", session.peer);
             self.metrics.on_refusal(&why);
-            accepted.resume = Err(why);
+            session.resume = Err(why);
         }
-        accepted.claim = None;
+        session.claim = None;
     }
 
     /// Counts the phase changes the connection made since the last look,
     /// and logs the ones an operator wants to see.
-    fn count_phases(&self, accepted: &mut Accepted) {
-        let Some(resume) = accepted.conn.careful_resume() else {
+    fn count_phases<F: BufFactory>(
+        &self,
+        conn: &quiche::Connection<F>,
+        session: &mut ResumeSession,
+    ) {
+        let Some(resume) = conn.careful_resume() else {
             return;
         };
         let history = resume.history();
-        for &(phase, trigger) in &history[accepted.phases_counted.min(history.len())..] {
+        for &(phase, trigger) in &history[session.phases_counted.min(history.len())..] {
             match (phase, trigger) {
                 (Phase::Unvalidated, _) => {
                     self.metrics.on_jump();
                     log::debug!(
                         "{}: Careful Resume jumped to {} B",
-                        accepted.peer,
+                        session.peer,
                         resume.jump_window()
                     );
                 }
                 (Phase::Normal, Trigger::LastUnvalidatedPacketAcknowledged) => {
                     self.metrics.on_jump_validated();
-                    log::debug!("{}: Careful Resume jump validated", accepted.peer);
+                    log::debug!("{}: Careful Resume jump validated", session.peer);
                 }
                 (Phase::SafeRetreat, trigger) => {
                     self.metrics.on_retreat();
                     log::info!(
                         "{}: Careful Resume retreated ({}): the saved set is discarded",
-                        accepted.peer,
+                        session.peer,
                         trigger.as_str()
                     );
                 }
                 _ => {}
             }
         }
-        accepted.phases_counted = history.len();
+        session.phases_counted = history.len();
     }
 
-    fn resume(&self, conn: &mut quiche::Connection, saved: &SavedParameters) -> Result<(), Error> {
+    fn resume<F: BufFactory>(
+        &self,
+        conn: &mut quiche::Connection<F>,
+        saved: &SavedParameters,
+    ) -> Result<(), Error> {
         let stats = conn
             .path_stats()
             .next()
@@ -318,20 +362,24 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     /// to one saved set, so the guard lets at most one resume; a connection
     /// that outlives half the set's lifetime starts a new set. `now` is
     /// wall-clock time.
-    pub fn on_progress(&mut self, accepted: &mut Accepted, now: SystemTime) {
-        self.poll_claim(accepted);
-        self.count_phases(accepted);
-        let conn = &mut accepted.conn;
+    pub fn on_progress<F: BufFactory>(
+        &mut self,
+        conn: &mut quiche::Connection<F>,
+        session: &mut ResumeSession,
+        now: SystemTime,
+    ) {
+        self.poll_claim(conn, session);
+        self.count_phases(conn, session);
         if !conn.is_established() {
             return;
         }
 
         // Tokens that cannot be minted or queued only cost the next
         // connection its head start; they never fail this one.
-        if !accepted.address_token_sent {
-            accepted.address_token_sent = true;
+        if !session.address_token_sent {
+            session.address_token_sent = true;
             if let Ok(token) = self.tokens.mint_address_token(
-                accepted.peer,
+                session.peer,
                 now,
                 self.config.address_token_lifetime,
             ) {
@@ -347,7 +395,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 rtt: observation.saved_rtt,
                 extras: &[],
             };
-            let Some(set) = self.saved_set(&mut accepted.saved_set, now) else {
+            let Some(set) = self.saved_set(&mut session.saved_set, now) else {
                 continue;
             };
             // Clients cache tokens differently: quic-go and aioquic present
@@ -357,11 +405,11 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             // admits one of them).
             let copies = if observation.settled { 2 } else { 1 };
             for _ in 0..copies {
-                if let Ok(token) = self.tokens.mint_bdp_token(accepted.peer, &path, set) {
+                if let Ok(token) = self.tokens.mint_bdp_token(session.peer, &path, set) {
                     if conn.send_new_token(&token).is_ok() {
                         self.metrics.on_bdp_token();
-                        accepted.bdp_tokens_sent += 1;
-                        accepted.saved_for_next = Some(path.capacity);
+                        session.bdp_tokens_sent += 1;
+                        session.saved_for_next = Some(path.capacity);
                     }
                 }
             }

@@ -1,10 +1,13 @@
-//! What Careful Resume did on one connection, read from its [`Accepted`]
-//! in the way quiche's `Connection::stats()` reads transport figures.
+//! What Careful Resume did on one connection, read from its
+//! [`ResumeSession`] and connection in the way quiche's
+//! `Connection::stats()` reads transport figures.
 
 use careful_resume::{Phase, Trigger};
 use ex_token::{NoResume, SavedParameters};
 
-use crate::Accepted;
+use quiche::BufFactory;
+
+use crate::ResumeSession;
 
 /// One connection's Careful Resume story.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,10 +33,11 @@ pub struct ResumeStats {
     pub bdp_tokens_sent: u32,
 }
 
-impl Accepted {
-    /// This connection's Careful Resume figures so far.
-    pub fn stats(&self) -> ResumeStats {
-        let resume = self.conn.careful_resume();
+impl ResumeSession {
+    /// The Careful Resume figures so far of `conn`, this session's
+    /// connection.
+    pub fn stats<F: BufFactory>(&self, conn: &quiche::Connection<F>) -> ResumeStats {
+        let resume = conn.careful_resume();
         let phases = resume.map(|r| r.history().to_vec()).unwrap_or_default();
         let jump_window = resume.filter(|r| r.jumped()).map(|r| r.jump_window());
         ResumeStats {

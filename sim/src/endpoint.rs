@@ -211,7 +211,9 @@ impl SimServer {
     /// Housekeeping after a receive, send or timeout on `connection`: tokens
     /// for the client's next connection.
     pub fn after_io(&mut self, connection: &mut ServerConnection, now: &Now) {
-        self.resume.on_progress(&mut connection.accepted, now.wall);
+        let accepted = &mut connection.accepted;
+        self.resume
+            .on_progress(&mut accepted.conn, &mut accepted.session, now.wall);
     }
 }
 

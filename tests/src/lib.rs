@@ -140,7 +140,8 @@ impl<G: TokenGuard> Harness<G> {
     /// Hands the guard's answer to a connection that has finished
     /// downloading ([`ResumeServer::poll_claim`]).
     pub fn poll_claim(&self, accepted: &mut Accepted) {
-        self.server.poll_claim(accepted);
+        self.server
+            .poll_claim(&mut accepted.conn, &mut accepted.session);
     }
 
     fn tick(&mut self) {
@@ -208,7 +209,8 @@ impl<G: TokenGuard> Harness<G> {
                     from: client_addr,
                     to: server_addr,
                 };
-                self.server.poll_claim(accepted);
+                self.server
+                    .poll_claim(&mut accepted.conn, &mut accepted.session);
                 accepted.conn.recv(&mut datagram, info).ok();
             }
 
@@ -233,7 +235,8 @@ impl<G: TokenGuard> Harness<G> {
                         to_client.push(buf[..len].to_vec());
                     }
                 }
-                self.server.on_progress(accepted, self.wall);
+                self.server
+                    .on_progress(&mut accepted.conn, &mut accepted.session, self.wall);
             }
             self.tick();
             for mut datagram in to_client {

@@ -60,8 +60,12 @@ fn an_opaque_client_resumes_and_the_transfer_finishes_sooner_with_every_controll
 
         let second = harness.download(opaque_client(Some(&token), 2), FIRST, |_| false);
 
-        assert!(second.server.address_validated, "{cc:?}");
-        let saved = second.server.resume.expect("the token carries a saved set");
+        assert!(second.server.session.address_validated, "{cc:?}");
+        let saved = second
+            .server
+            .session
+            .resume
+            .expect("the token carries a saved set");
         let resume = second.server.conn.careful_resume().expect("resumed");
         assert_eq!(resume.jump_window() as u64, saved.saved_cwnd / 2, "{cc:?}");
         // No bandwidth limit: the whole jump leaves before any of it is
@@ -157,7 +161,10 @@ fn an_application_limited_sender_does_not_jump() {
     // Less than the initial window: the sender never fills its window.
     let second = harness.download(opaque_client(Some(&token), 2), 4 * MSS as usize, |_| false);
 
-    assert!(second.server.resume.is_ok(), "the saved set was accepted");
+    assert!(
+        second.server.session.resume.is_ok(),
+        "the saved set was accepted"
+    );
     let resume = second.server.conn.careful_resume().unwrap();
     assert_eq!(resume.phase(), Phase::Reconnaissance);
     assert!(second.trace.phase_changes.is_empty());
@@ -171,9 +178,9 @@ fn a_token_is_good_for_one_resumption_only() {
     let resumed = harness.download(opaque_client(Some(&token), 2), FIRST, |_| false);
     let replayed = harness.download(opaque_client(Some(&token), 3), FIRST, |_| false);
 
-    assert!(resumed.server.resume.is_ok());
+    assert!(resumed.server.session.resume.is_ok());
     assert_eq!(
-        replayed.server.resume.unwrap_err(),
+        replayed.server.session.resume.unwrap_err(),
         cr_endpoint::ex_token::NoResume::AlreadyInUse
     );
     assert!(replayed.server.conn.careful_resume().is_none());
@@ -200,8 +207,14 @@ fn sibling_tokens_of_one_connection_resume_at_most_one_connection() {
     let resumed = harness.download(opaque_client(Some(&largest.1), 2), FIRST, |_| false);
     let sibling = harness.download(opaque_client(Some(&smallest.1), 3), FIRST, |_| false);
 
-    assert_eq!(resumed.server.resume.map(|s| s.saved_cwnd), Ok(largest.0));
-    assert_eq!(sibling.server.resume.unwrap_err(), NoResume::AlreadyInUse);
+    assert_eq!(
+        resumed.server.session.resume.map(|s| s.saved_cwnd),
+        Ok(largest.0)
+    );
+    assert_eq!(
+        sibling.server.session.resume.unwrap_err(),
+        NoResume::AlreadyInUse
+    );
     assert!(sibling.server.conn.careful_resume().is_none());
 }
 
@@ -244,7 +257,7 @@ fn quiche_traces_read_back_with_every_phase_and_plot() {
         ["reconnaissance", "unvalidated", "validating", "normal"]
     );
     let restored = summary.restored.expect("the saved set is in the trace");
-    let saved = second.server.resume.unwrap();
+    let saved = second.server.session.resume.unwrap();
     assert_eq!(restored.saved_congestion_window, saved.saved_cwnd);
     assert_eq!(restored.saved_rtt, saved.saved_rtt.as_secs_f64() * 1000.0);
     assert!(summary.max_congestion_window >= Some(saved.saved_cwnd / 2));

@@ -86,8 +86,8 @@ fn a_grant_before_the_jump_lets_the_connection_resume() {
         false
     });
 
-    assert!(second.server.resume.is_ok());
-    assert!(!second.server.claim_pending());
+    assert!(second.server.session.resume.is_ok());
+    assert!(!second.server.session.claim_pending());
     let t = triggers(&second.trace);
     assert_eq!(t.first(), Some(&"congestion_window_limited"), "{t:?}");
     assert!(t.contains(&"last_unvalidated_packet_acknowledged"), "{t:?}");
@@ -101,7 +101,10 @@ fn no_answer_by_the_jump_means_no_careful_resume() {
 
     let second = harness.download(opaque_client(Some(&token), 2), SIZE, |_| false);
 
-    assert_eq!(second.server.resume, Err(NoResume::GuardUnavailable));
+    assert_eq!(
+        second.server.session.resume,
+        Err(NoResume::GuardUnavailable)
+    );
     assert_eq!(triggers(&second.trace), ["saved_set_not_granted"]);
     let resume = second.server.conn.careful_resume().expect("set up");
     assert_eq!((resume.phase(), resume.pipesize()), (Phase::Normal, 0));
@@ -119,7 +122,7 @@ fn a_taken_set_answered_late_ends_careful_resume_before_the_jump() {
     let mut replay = harness.download(opaque_client(Some(&token), 2), 4_000, |_| false);
     guard.release();
     harness.poll_claim(&mut replay.server);
-    assert!(replay.server.resume.is_ok());
+    assert!(replay.server.session.resume.is_ok());
 
     let mut released = false;
     let third = harness.download(opaque_client(Some(&token), 3), SIZE, |_| {
@@ -130,6 +133,6 @@ fn a_taken_set_answered_late_ends_careful_resume_before_the_jump() {
         false
     });
 
-    assert_eq!(third.server.resume, Err(NoResume::AlreadyInUse));
+    assert_eq!(third.server.session.resume, Err(NoResume::AlreadyInUse));
     assert_eq!(triggers(&third.trace), ["saved_set_not_granted"]);
 }

@@ -80,7 +80,7 @@ impl Session {
     /// Hands the guard's answer to a connection whose claim of a saved set
     /// was pending ([`ResumeServer::poll_claim`]).
     pub fn poll_claim<G: TokenGuard>(&mut self, resume: &ResumeServer<SystemRng, G>) {
-        resume.poll_claim(&mut self.accepted);
+        resume.poll_claim(&mut self.accepted.conn, &mut self.accepted.session);
     }
 
     /// Brings the connection forward after a receive or timeout: runs the
@@ -93,7 +93,11 @@ impl Session {
         now: Instant,
     ) {
         self.run_app(now);
-        resume.on_progress(&mut self.accepted, SystemTime::now());
+        resume.on_progress(
+            &mut self.accepted.conn,
+            &mut self.accepted.session,
+            SystemTime::now(),
+        );
         self.next_send = drain_connection(&mut self.accepted.conn, outbox);
     }
 
@@ -153,13 +157,13 @@ impl Session {
             .chain(resume.phases.iter().map(|&(phase, _)| phase))
             .collect();
         ConnectionReport {
-            peer: self.accepted.peer,
+            peer: self.accepted.session.peer,
             trace_id: conn.trace_id().to_string(),
             client_dcid: self.client_dcid.clone(),
             protocol: self.protocol,
             token_presented: resume.token_presented,
-            address_validated: self.accepted.address_validated,
-            resume: self.accepted.resume,
+            address_validated: self.accepted.session.address_validated,
+            resume: self.accepted.session.resume,
             phases,
             jump_window: resume.jump_window,
             requests: served.map_or(0, |s| s.requests),
