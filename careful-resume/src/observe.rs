@@ -223,8 +223,9 @@ impl Observer {
     /// The sender's state after an ACK: whether it is application-limited
     /// (what it has left fits in the window) and what it has in flight. At
     /// the end of a burst (it just ran out of data, or all of it has been
-    /// acknowledged) returns the estimate, at least the floor, when it
-    /// improves on the last emission or when nothing was emitted yet.
+    /// acknowledged) returns the estimate, at least the floor, settled, when
+    /// it improves on the last emission, when that one was not settled, or
+    /// when nothing was emitted yet.
     pub fn on_sender_state(
         &mut self,
         app_limited: bool,
@@ -239,9 +240,13 @@ impl Observer {
         }
         let best = self.measured().max(self.floor().unwrap_or(0));
         let candidate = self.candidate(best, now, true)?;
-        let emit = self
-            .last
-            .is_none_or(|last| candidate.saved_cwnd > last.saved_cwnd);
+        // A growth emission went out once; the end of the burst settles it,
+        // so that it goes out as a pair for clients presenting the older of
+        // their two newest tokens.
+        let emit = self.last.is_none_or(|last| {
+            candidate.saved_cwnd > last.saved_cwnd
+                || (!last.settled && candidate.saved_cwnd == last.saved_cwnd)
+        });
         self.emit_if(emit, candidate)
     }
 

@@ -113,8 +113,15 @@ fn a_later_lower_rate_does_not_lower_the_estimate() {
     let mut feed = Feed::new();
     feed.sample(0, 100_000, 100).unwrap();
     assert_eq!(feed.sample(500, 50_000, 100), None);
-    // The burst ends: the estimate is still the best rate seen, no news.
-    assert_eq!(feed.burst_end(600), None);
+    // The burst ends: the estimate is still the best rate seen, now settled
+    // (sent twice, so a client presenting the older of its two newest
+    // tokens gets it too)...
+    assert_eq!(
+        feed.burst_end(600),
+        saved_at_end(100_000, 100, feed.at(600))
+    );
+    // ...and that is all.
+    assert_eq!(feed.burst_end(900), None);
 }
 
 #[test]
@@ -215,7 +222,11 @@ fn congestion_withdraws_a_handed_on_set() {
         feed.sample(300, 300_000, 100),
         saved(300_000, 100, feed.at(300))
     );
-    assert_eq!(feed.burst_end(400), None);
+    // The end of the burst settles what was measured, never the set.
+    assert_eq!(
+        feed.burst_end(400),
+        saved_at_end(300_000, 100, feed.at(400))
+    );
 }
 
 #[test]
@@ -269,7 +280,10 @@ fn congestion_before_anything_went_out_drops_the_floor() {
         feed.sample(0, 300_000, 100),
         saved(300_000, 100, feed.at(0))
     );
-    assert_eq!(feed.burst_end(500), None);
+    assert_eq!(
+        feed.burst_end(500),
+        saved_at_end(300_000, 100, feed.at(500))
+    );
 }
 
 #[test]
@@ -295,7 +309,8 @@ fn a_set_whose_claim_is_refused_is_never_handed_on() {
         feed.sample(0, 300_000, 100).map(|o| o.saved_cwnd),
         Some(300_000)
     );
-    assert_eq!(feed.burst_end(500).map(|o| o.saved_cwnd), None);
+    // What it measured is settled, never the set.
+    assert_eq!(feed.burst_end(500).map(|o| o.saved_cwnd), Some(300_000));
     // A late answer changes nothing.
     feed.observer.on_claim(true);
     assert_eq!(feed.sample(600, 300_000, 100), None);

@@ -327,3 +327,14 @@ impl io::Write for QlogSink {
         Ok(())
     }
 }
+
+/// `token` with one bit of its sealed saved set flipped: a tampered BDP
+/// token (panics if `token` is not one).
+pub fn tamper_saved_set(token: &[u8]) -> Vec<u8> {
+    let decoded = cr_endpoint::ex_token::ExToken::decode(token).expect("a token");
+    let bdp = decoded.bdp().expect("a BDP token").expect("well formed");
+    let offset = bdp.private_data.as_ptr() as usize - token.as_ptr() as usize;
+    let mut altered = token.to_vec();
+    altered[offset + bdp.private_data.len() / 2] ^= 0x01;
+    altered
+}

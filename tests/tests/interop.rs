@@ -24,6 +24,8 @@
 
 #[path = "interop/quinn_client.rs"]
 mod quinn_client;
+#[path = "interop/quinn_tls.rs"]
+mod quinn_tls;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -9,7 +9,7 @@ use cr_endpoint::careful_resume::{Phase, Trigger};
 use cr_endpoint::ex_token::{ExToken, NoResume};
 use cr_endpoint::{MetricsSnapshot, Refusal};
 use quiche::CongestionControlAlgorithm as Cc;
-use quiche_cr_tests::{opaque_client, Download, Harness};
+use quiche_cr_tests::{opaque_client, tamper_saved_set, Download, Harness};
 
 const RTT: Duration = Duration::from_millis(600);
 const SIZE: usize = 2 * 1024 * 1024;
@@ -26,16 +26,6 @@ fn tokens(download: &mut Download) -> (u64, Vec<u64>, Vec<u8>) {
         newest = token;
     }
     (address, capacities, newest)
-}
-
-/// `token` with one bit of its sealed saved set flipped.
-fn tampered(token: &[u8]) -> Vec<u8> {
-    let decoded = ExToken::decode(token).expect("a token");
-    let bdp = decoded.bdp().expect("a BDP token").expect("well formed");
-    let offset = bdp.private_data.as_ptr() as usize - token.as_ptr() as usize;
-    let mut altered = token.to_vec();
-    altered[offset + bdp.private_data.len() / 2] ^= 0x01;
-    altered
 }
 
 #[test]
@@ -82,7 +72,11 @@ fn the_counters_tell_what_each_connection_did() {
     );
 
     // 4. A tampered token.
-    let mut forged = harness.download(opaque_client(Some(&tampered(&fresh)), 4), SIZE, |_| false);
+    let mut forged = harness.download(
+        opaque_client(Some(&tamper_saved_set(&fresh)), 4),
+        SIZE,
+        |_| false,
+    );
     let (_, unused) = count(tokens(&mut forged));
     assert!(forged.server.stats().presented.is_none());
 
