@@ -17,9 +17,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
+mod support;
+
 use cr_apps::keys::KeyMaterial;
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
-use cr_apps::{download, ClientOptions, DownloadReport, Protocol};
+use cr_apps::relay::RelayHandle;
+use cr_apps::{download, DownloadReport};
 use cr_guard_redis::testing::{RedisServer, RedisServerOptions};
 
 const ONE_WAY: Duration = Duration::from_millis(50);
@@ -28,10 +30,6 @@ const SIZE: u64 = 1_000_000;
 /// trips here), above what a Redis syncing its append-only file to a busy
 /// disk may take.
 const CLAIM_TIMEOUT: Duration = Duration::from_millis(150);
-
-fn certs() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../certs")
-}
 
 /// A scratch directory of this test.
 fn scratch(name: &str) -> PathBuf {
@@ -57,9 +55,9 @@ impl ServerProcess {
             .arg("--token-key")
             .arg(key_file)
             .arg("--cert")
-            .arg(certs().join("cert.pem"))
+            .arg(support::certs().join("cert.pem"))
             .arg("--key")
-            .arg(certs().join("key.pem"))
+            .arg(support::certs().join("key.pem"))
             .args(["--idle-timeout", "5s"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -112,40 +110,13 @@ impl Drop for ServerProcess {
     }
 }
 
-/// A relay on `listen` (port 0: any) to `server`.
 fn relay(listen: SocketAddr, server: SocketAddr) -> RelayHandle {
-    let link = LinkConfig {
-        rate_bps: 20_000_000,
-        delay: ONE_WAY,
-        queue_bytes: 256 * 1024,
-        loss: 0.0,
-    };
-    let relay = Relay::bind(RelayOptions {
-        listen,
-        server,
-        up: link,
-        down: link,
-        seed: 1,
-    })
-    .expect("relay");
-    RelayHandle::spawn(relay).expect("relay threads")
+    support::relay(listen, server, ONE_WAY)
 }
 
 fn fetch(through: SocketAddr, token_file: &Path) -> DownloadReport {
-    let report = download(&ClientOptions {
-        server: through,
-        server_name: "localhost".into(),
-        size: SIZE,
-        protocol: Protocol::H3,
-        token_file: Some(token_file.to_owned()),
-        requested_capacity: None,
-        linger: Duration::from_millis(300),
-        timeout: Duration::from_secs(20),
-        ca: Some(certs().join("cert.pem")),
-        insecure: false,
-        qlog_dir: None,
-    })
-    .expect("the download completes");
+    let report = download(&support::client_options(through, SIZE, token_file))
+        .expect("the download completes");
     assert_eq!(report.bytes, SIZE);
     report
 }

@@ -2,52 +2,24 @@
 //! real time: both protocols, tokens kept in a file and presented, and the
 //! relay's delay showing in the handshake.
 
+mod support;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cr_apps::keys::KeyMaterial;
 use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
-use cr_apps::{
-    download, ClientOptions, CongestionControl, PresentedToken, Protocol, Server, ServerHandle,
-    ServerOptions,
-};
-use cr_endpoint::ex_token::{KeyRing, TokenKey};
-
-fn certs() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../certs")
-}
+use cr_apps::{download, ClientOptions, PresentedToken, Protocol, Server, ServerHandle};
 
 fn server() -> ServerHandle {
-    let key = KeyMaterial::generate(3).expect("key");
-    let server = Server::bind(ServerOptions {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        cert: certs().join("cert.pem"),
-        key: certs().join("key.pem"),
-        token_keys: KeyRing::new(TokenKey::from_bytes(key.id, &key.bytes).expect("key")),
-        token_key_file: None,
-        guard: None,
-        qlog_dir: None,
-        cc: CongestionControl::Cubic,
-        max_jump: None,
-        idle_timeout: Duration::from_secs(5),
-    })
-    .expect("server");
-    ServerHandle::spawn(server).expect("thread")
+    ServerHandle::spawn(Server::bind(support::server_options()).expect("server")).expect("thread")
 }
 
 fn options(server: std::net::SocketAddr, protocol: Protocol, token_file: PathBuf) -> ClientOptions {
     ClientOptions {
-        server,
-        server_name: "localhost".into(),
-        size: 100_000,
         protocol,
-        token_file: Some(token_file),
-        requested_capacity: None,
         linger: Duration::from_millis(100),
         timeout: Duration::from_secs(10),
-        ca: Some(certs().join("cert.pem")),
-        insecure: false,
-        qlog_dir: None,
+        ..support::client_options(server, 100_000, &token_file)
     }
 }
 

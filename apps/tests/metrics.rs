@@ -2,21 +2,13 @@
 //! through the relay: the first connection had no token, the second
 //! resumed and jumped.
 
+mod support;
+
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use cr_apps::keys::KeyMaterial;
 use cr_apps::metrics::MetricsEndpoint;
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
-use cr_apps::{
-    download, ClientOptions, CongestionControl, Protocol, Server, ServerHandle, ServerOptions,
-};
-use cr_endpoint::ex_token::{KeyRing, TokenKey};
-
-fn certs() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../certs")
-}
+use cr_apps::{download, Server, ServerHandle};
 
 /// Every sample line of an OpenMetrics page: `name{labels}` to value.
 fn samples(page: &str) -> HashMap<String, u64> {
@@ -31,59 +23,19 @@ fn samples(page: &str) -> HashMap<String, u64> {
 
 #[test]
 fn a_scrape_shows_one_connection_resumed_and_why_the_other_did_not() {
-    let key = KeyMaterial::generate(1).expect("key");
-    let server = Server::bind(ServerOptions {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        cert: certs().join("cert.pem"),
-        key: certs().join("key.pem"),
-        token_keys: KeyRing::new(TokenKey::from_bytes(key.id, &key.bytes).expect("key")),
-        token_key_file: None,
-        guard: None,
-        qlog_dir: None,
-        cc: CongestionControl::Cubic,
-        max_jump: None,
-        idle_timeout: Duration::from_secs(5),
-    })
-    .expect("server");
+    let server = Server::bind(support::server_options()).expect("server");
     let endpoint =
         MetricsEndpoint::serve("127.0.0.1:0".parse().expect("address"), server.metrics())
             .expect("metrics endpoint");
     let server = ServerHandle::spawn(server).expect("server thread");
-    let link = LinkConfig {
-        rate_bps: 20_000_000,
-        delay: Duration::from_millis(50),
-        queue_bytes: 256 * 1024,
-        loss: 0.0,
-    };
-    let relay = RelayHandle::spawn(
-        Relay::bind(RelayOptions {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            server: server.local_addr(),
-            up: link,
-            down: link,
-            seed: 1,
-        })
-        .expect("relay"),
-    )
-    .expect("relay threads");
+    let any = "127.0.0.1:0".parse().expect("address");
+    let relay = support::relay(any, server.local_addr(), Duration::from_millis(50));
 
     let dir = std::env::temp_dir().join(format!("cr-apps-metrics-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let token_file = dir.join("tokens.json");
     let _ = std::fs::remove_file(&token_file);
-    let options = ClientOptions {
-        server: relay.local_addr(),
-        server_name: "localhost".into(),
-        size: 1_000_000,
-        protocol: Protocol::H3,
-        token_file: Some(token_file),
-        requested_capacity: None,
-        linger: Duration::from_millis(300),
-        timeout: Duration::from_secs(20),
-        ca: Some(certs().join("cert.pem")),
-        insecure: false,
-        qlog_dir: None,
-    };
+    let options = support::client_options(relay.local_addr(), 1_000_000, &token_file);
     for _ in 0..2 {
         download(&options).expect("download");
         server.next_report(Duration::from_secs(10)).expect("report");

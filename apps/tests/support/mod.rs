@@ -1,0 +1,74 @@
+//! What the programs' integration tests share: the test certificate, a
+//! server with a fresh key, the relay's link and a client's options.
+//! Each test binary uses part of it.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use cr_apps::keys::KeyMaterial;
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
+use cr_apps::{ClientOptions, CongestionControl, Protocol, ServerOptions};
+use cr_endpoint::ex_token::{KeyRing, TokenKey};
+
+/// The self-signed certificate's directory.
+pub fn certs() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../certs")
+}
+
+/// A server on a free loopback port with a fresh token key and the
+/// in-memory guard.
+pub fn server_options() -> ServerOptions {
+    let key = KeyMaterial::generate(3).expect("key");
+    ServerOptions {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        cert: certs().join("cert.pem"),
+        key: certs().join("key.pem"),
+        token_keys: KeyRing::new(TokenKey::from_bytes(key.id, &key.bytes).expect("key")),
+        token_key_file: None,
+        guard: None,
+        qlog_dir: None,
+        cc: CongestionControl::Cubic,
+        max_jump: None,
+        idle_timeout: Duration::from_secs(5),
+    }
+}
+
+/// A relay on `listen` (port 0: any) to `server`: 20 Mbit/s and
+/// `one_way` of delay each way, a 256 KiB queue, no loss.
+pub fn relay(listen: SocketAddr, server: SocketAddr, one_way: Duration) -> RelayHandle {
+    let link = LinkConfig {
+        rate_bps: 20_000_000,
+        delay: one_way,
+        queue_bytes: 256 * 1024,
+        loss: 0.0,
+    };
+    let relay = Relay::bind(RelayOptions {
+        listen,
+        server,
+        up: link,
+        down: link,
+        seed: 1,
+    })
+    .expect("relay");
+    RelayHandle::spawn(relay).expect("relay threads")
+}
+
+/// An HTTP/3 download of `size` bytes from `server`, keeping tokens in
+/// `token_file`, lingering 300 ms for late tokens.
+pub fn client_options(server: SocketAddr, size: u64, token_file: &Path) -> ClientOptions {
+    ClientOptions {
+        server,
+        server_name: "localhost".into(),
+        size,
+        protocol: Protocol::H3,
+        token_file: Some(token_file.to_owned()),
+        requested_capacity: None,
+        linger: Duration::from_millis(300),
+        timeout: Duration::from_secs(20),
+        ca: Some(certs().join("cert.pem")),
+        insecure: false,
+        qlog_dir: None,
+    }
+}
