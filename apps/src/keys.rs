@@ -176,6 +176,15 @@ impl KeyRingFile {
         Ok(KeyRingFile { keys })
     }
 
+    /// What a server loaded, for its log.
+    fn loaded(&self, generated: bool) -> LoadedKeys {
+        LoadedKeys {
+            current: self.current(),
+            previous: self.previous(),
+            generated,
+        }
+    }
+
     /// The ring token servers use: seals with the first key, opens with all.
     pub fn key_ring(&self) -> Result<KeyRing, AppError> {
         let mut oldest_first = self.keys.iter().rev();
@@ -255,12 +264,7 @@ pub fn load_key_ring(key_file: &Path, rotate: bool) -> Result<(KeyRing, LoadedKe
         }
         Some(ring) => (ring, false),
     };
-    let loaded = LoadedKeys {
-        current: ring.current(),
-        previous: ring.previous(),
-        generated,
-    };
-    Ok((ring.key_ring()?, loaded))
+    Ok((ring.key_ring()?, ring.loaded(generated)))
 }
 
 /// Notices when a key ring file changes, so that a running server takes up
@@ -296,14 +300,7 @@ impl KeyRingWatcher {
                 .map_err(|why| {
                     AppError::Invalid(format!("key file {}: {why}", self.path.display()))
                 })
-                .and_then(|ring| {
-                    let loaded = LoadedKeys {
-                        current: ring.current(),
-                        previous: ring.previous(),
-                        generated: false,
-                    };
-                    Ok((ring.key_ring()?, loaded))
-                }),
+                .and_then(|ring| Ok((ring.key_ring()?, ring.loaded(false)))),
         )
     }
 }

@@ -45,7 +45,17 @@ pub enum CongestionControl {
 }
 
 impl CongestionControl {
-    /// quiche's name for it.
+    /// quiche's name for it, as `Config::set_cc_algorithm_name` (and
+    /// tokio-quiche's settings) take it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CongestionControl::Cubic => "cubic",
+            CongestionControl::Reno => "reno",
+            CongestionControl::Bbr2 => "bbr2_gcongestion",
+        }
+    }
+
+    /// quiche's algorithm.
     pub fn algorithm(self) -> quiche::CongestionControlAlgorithm {
         match self {
             CongestionControl::Cubic => quiche::CongestionControlAlgorithm::CUBIC,
@@ -62,4 +72,20 @@ pub fn init_logging() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
         .format_timestamp_millis()
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CongestionControl;
+
+    #[test]
+    fn the_name_and_the_algorithm_agree() {
+        for cc in [
+            CongestionControl::Cubic,
+            CongestionControl::Reno,
+            CongestionControl::Bbr2,
+        ] {
+            assert_eq!(cc.name().parse(), Ok(cc.algorithm()), "{cc:?}");
+        }
+    }
 }

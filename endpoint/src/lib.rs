@@ -47,5 +47,9 @@ pub use metrics::{MetricsSnapshot, Refusal, ServerMetrics};
 pub use server::{Accepted, ResumeServer, ResumeSession, ServerConfig};
 pub use stats::ResumeStats;
 
+/// A one-user-per-set guard every connection of a server can share, across
+/// threads: in memory for one process, or a registry a fleet shares.
+pub type SharedGuard = std::sync::Arc<dyn ex_token::TokenGuard + Send + Sync>;
+
 pub use careful_resume;
 pub use ex_token;

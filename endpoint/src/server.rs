@@ -91,6 +91,29 @@ pub struct ResumeSession {
 }
 
 impl ResumeSession {
+    /// A session for what a token said, before anything was sent.
+    fn new(
+        peer: SocketAddr,
+        token_presented: bool,
+        address_validated: bool,
+        resume: Result<SavedParameters, NoResume>,
+    ) -> Self {
+        ResumeSession {
+            peer,
+            address_validated,
+            presented: resume.ok(),
+            resume,
+            rejected: None,
+            address_token_sent: false,
+            saved_set: None,
+            claim: None,
+            token_presented,
+            saved_for_next: None,
+            bdp_tokens_sent: 0,
+            phases_counted: 0,
+        }
+    }
+
     /// Whether the guard has yet to answer the claim of the presented saved
     /// set (the jump waits for it).
     pub fn claim_pending(&self) -> bool {
@@ -171,6 +194,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         token: &[u8],
         now: SystemTime,
     ) -> Result<ResumeSession, Error> {
+        let token_presented = !token.is_empty();
         let validation = match self.tokens.validate_unclaimed(token, peer, now) {
             Ok(validation) => validation,
             Err(rejected) => {
@@ -179,78 +203,52 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 conn.close(false, rejected.error_code, reason.as_bytes())
                     .or_else(ignore_done)?;
                 let why = NoResume::Invalid(rejected.reason);
-                self.metrics.on_accept(true, false);
+                self.metrics.on_accept(token_presented, false);
                 self.metrics.on_refusal(&why);
-                return Ok(ResumeSession {
-                    peer,
-                    address_validated: false,
-                    resume: Err(why),
-                    rejected: Some(rejected),
-                    address_token_sent: true,
-                    saved_set: None,
-                    claim: None,
-                    token_presented: true,
-                    presented: None,
-                    saved_for_next: None,
-                    bdp_tokens_sent: 0,
-                    phases_counted: 0,
-                });
+                let mut session = ResumeSession::new(peer, token_presented, false, Err(why));
+                session.rejected = Some(rejected);
+                // A closed connection gets no tokens.
+                session.address_token_sent = true;
+                return Ok(session);
             }
         };
 
         let address_validated = validation.address.is_validated();
-        self.metrics.on_accept(!token.is_empty(), address_validated);
+        self.metrics.on_accept(token_presented, address_validated);
         if address_validated && !conn.is_established() {
             conn.set_peer_address_verified()?;
         }
+        let mut session =
+            ResumeSession::new(peer, token_presented, address_validated, validation.resume);
 
         // The claim is started now and answered by the time the sender
         // would jump, at least a round trip later; a guard in memory answers
         // at once.
-        let mut resume = validation.resume;
-        let presented = resume.ok();
-        let mut claim = None;
-        if let Ok(saved) = &resume {
-            let started = self.guard.start_claim(saved.set_id, saved.expiry, now);
-            match started.outcome() {
-                ClaimOutcome::Granted => {
+        match &session.resume {
+            Ok(saved) => {
+                let claim = self.guard.start_claim(saved.set_id, saved.expiry, now);
+                let outcome = claim.outcome();
+                // A pending claim starts Careful Resume with the jump held.
+                if matches!(outcome, ClaimOutcome::Granted | ClaimOutcome::Pending) {
                     self.resume(conn, saved)?;
-                    self.metrics.on_granted();
                 }
-                ClaimOutcome::Pending => {
-                    self.resume(conn, saved)?;
-                    claim = Some(started);
+                match outcome {
+                    ClaimOutcome::Pending => session.claim = Some(claim),
+                    answered => self.on_claim_answered(&mut session, answered),
                 }
-                refused => resume = Err(refusal(refused)),
             }
-        }
-        match &resume {
-            Err(why) if !token.is_empty() => {
+            Err(why) if token_presented => {
                 log::debug!("{peer}: no Careful Resume: {why}");
                 self.metrics.on_refusal(why);
             }
-            _ => {}
+            Err(_) => {}
         }
 
         conn.observe_careful_resume()?;
-        if claim.is_some() {
+        if session.claim_pending() {
             conn.await_careful_resume_claim()?;
         }
-
-        Ok(ResumeSession {
-            peer,
-            address_validated,
-            resume,
-            rejected: None,
-            address_token_sent: false,
-            saved_set: None,
-            claim,
-            token_presented: !token.is_empty(),
-            presented,
-            saved_for_next: None,
-            bdp_tokens_sent: 0,
-            phases_counted: 0,
-        })
+        Ok(session)
     }
 
     /// Hands the guard's answer to the connection once it has arrived. A
@@ -280,15 +278,20 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         };
         conn.careful_resume_claim_answered(outcome.is_granted())
             .ok();
-        if outcome.is_granted() {
-            self.metrics.on_granted();
-        } else {
-            let why = refusal(outcome);
-            log::debug!("{}: no Careful Resume: {why}", session.peer);
-            self.metrics.on_refusal(&why);
-            session.resume = Err(why);
-        }
         session.claim = None;
+        self.on_claim_answered(session, outcome);
+    }
+
+    /// Counts a claim's answer; a refusal stops the session resuming.
+    fn on_claim_answered(&self, session: &mut ResumeSession, outcome: ClaimOutcome) {
+        match outcome.refusal() {
+            None => self.metrics.on_granted(),
+            Some(why) => {
+                log::debug!("{}: no Careful Resume: {why}", session.peer);
+                self.metrics.on_refusal(&why);
+                session.resume = Err(why);
+            }
+        }
     }
 
     /// Counts the phase changes the connection made since the last look,
@@ -432,14 +435,6 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 *current
             }
         }
-    }
-}
-
-/// Why a claim that was not granted stops the connection resuming.
-fn refusal(outcome: ClaimOutcome) -> NoResume {
-    match outcome {
-        ClaimOutcome::Taken => NoResume::AlreadyInUse,
-        _ => NoResume::GuardUnavailable,
     }
 }
 

@@ -22,6 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use crate::time::unix_secs;
+use crate::NoResume;
 
 /// The id of a saved set, sealed into every BDP token minted from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,6 +46,16 @@ impl ClaimOutcome {
     /// Whether the connection may resume from the set.
     pub fn is_granted(self) -> bool {
         self == ClaimOutcome::Granted
+    }
+
+    /// Why a connection whose claim got this answer does not resume; `None`
+    /// when it was granted. No answer counts as the guard being unavailable.
+    pub fn refusal(self) -> Option<NoResume> {
+        match self {
+            ClaimOutcome::Granted => None,
+            ClaimOutcome::Taken => Some(NoResume::AlreadyInUse),
+            ClaimOutcome::Pending | ClaimOutcome::Unavailable => Some(NoResume::GuardUnavailable),
+        }
     }
 }
 
@@ -224,6 +235,14 @@ impl MemoryGuard {
     fn lock(&self) -> MutexGuard<'_, Claims> {
         // The registry stays consistent even if a holder panicked.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Default for MemoryGuard {
+    /// Room for 100,000 live claims: a server resuming 30 connections a
+    /// second with one-hour sets (a few MB of memory).
+    fn default() -> Self {
+        MemoryGuard::new(100_000)
     }
 }
 

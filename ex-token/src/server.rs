@@ -8,9 +8,9 @@ use crate::keys::{MAX_PLAINTEXT, OPEN_BUF, SEAL_OVERHEAD};
 use crate::payload::{bdp_bound, AddressPayload, BdpPayload, ADDRESS_LABEL, BDP_LABEL};
 use crate::time::{expiry, from_unix_secs, unix_secs};
 use crate::{
-    AddressPrefixes, AddressStatus, BdpToken, ClaimOutcome, EncodeError, ErrorCodes, ExToken,
-    ExTokenBuilder, Extras, InvalidToken, KeyRing, NoResume, Rng, SavedParameters, SetId,
-    SystemRng, TokenGuard, TokenRejected, Validation,
+    AddressPrefixes, AddressStatus, BdpToken, EncodeError, ErrorCodes, ExToken, ExTokenBuilder,
+    Extras, InvalidToken, KeyRing, NoResume, Rng, SavedParameters, SetId, SystemRng, TokenGuard,
+    TokenRejected, Validation,
 };
 
 /// What to do with a token that is present but invalid.
@@ -250,12 +250,8 @@ impl<R: Rng> TokenServer<R> {
     ) -> Result<Validation, TokenRejected> {
         let mut validation = self.validate_unclaimed(token, client, now)?;
         if let Ok(saved) = validation.resume {
-            match guard.claim(saved.set_id, saved.expiry, now) {
-                ClaimOutcome::Granted => {}
-                ClaimOutcome::Taken => validation.resume = Err(NoResume::AlreadyInUse),
-                ClaimOutcome::Pending | ClaimOutcome::Unavailable => {
-                    validation.resume = Err(NoResume::GuardUnavailable)
-                }
+            if let Some(why) = guard.claim(saved.set_id, saved.expiry, now).refusal() {
+                validation.resume = Err(why);
             }
         }
         Ok(validation)

@@ -62,13 +62,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use cr_endpoint::ex_token::{Rng, SystemRng, TokenGuard};
-use cr_endpoint::{ResumeServer, ResumeSession, ResumeStats};
+use cr_endpoint::{ResumeServer, ResumeSession, ResumeStats, SharedGuard};
 use tokio_quiche::metrics::Metrics;
 use tokio_quiche::quic::{HandshakeInfo, QuicheConnection};
 use tokio_quiche::{ApplicationOverQuic, QuicResult};
-
-/// A guard every connection's task can share.
-pub type SharedGuard = Arc<dyn TokenGuard + Send + Sync>;
 
 /// The [`ResumeServer`] every connection of a tokio-quiche server shares:
 /// tokens are minted and claims started under its lock, briefly, never

@@ -20,10 +20,9 @@ use tokio_quiche::quiche::h3::{self, NameValue};
 use tokio_quiche::settings::{CertificateKind, Hooks, QuicSettings, TlsCertificatePaths};
 use tokio_quiche::{ConnectionParams, QuicConnectionStream, ServerH3Controller, ServerH3Driver};
 
-use crate::{CarefulResumeApp, SharedGuard, SharedResumeServer};
+use cr_endpoint::SharedGuard;
 
-/// Saved sets the in-memory guard remembers as in use.
-const GUARD_CAPACITY: usize = 100_000;
+use crate::{CarefulResumeApp, SharedResumeServer};
 
 /// Everything the example server needs.
 pub struct ServerOptions {
@@ -51,7 +50,7 @@ impl Server {
     /// runtime).
     pub async fn bind(options: ServerOptions) -> Result<Server, AppError> {
         let tokens = TokenServer::new(options.token_keys, SystemRng::new(), Default::default());
-        let guard: SharedGuard = Arc::new(MemoryGuard::new(GUARD_CAPACITY));
+        let guard: SharedGuard = Arc::new(MemoryGuard::default());
         let resume = Arc::new(Mutex::new(ResumeServer::new(
             tokens,
             guard,
@@ -62,12 +61,7 @@ impl Server {
         // tokio-quiche's Retry-based validation drops Initials carrying our
         // tokens; see the crate documentation.
         settings.disable_client_ip_validation = true;
-        settings.cc_algorithm = match options.cc {
-            CongestionControl::Cubic => "cubic",
-            CongestionControl::Reno => "reno",
-            CongestionControl::Bbr2 => "bbr2_gcongestion",
-        }
-        .into();
+        settings.cc_algorithm = options.cc.name().into();
         let path = |p: &PathBuf| {
             p.to_str()
                 .map(str::to_owned)

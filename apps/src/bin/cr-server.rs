@@ -11,9 +11,9 @@ use std::time::Duration;
 use clap::Parser;
 use cr_apps::keys::load_key_ring;
 use cr_apps::metrics::MetricsEndpoint;
-use cr_apps::server::SharedGuard;
 use cr_apps::units::{parse_bytes, parse_duration};
 use cr_apps::{AppError, CongestionControl, Server, ServerOptions};
+use cr_endpoint::SharedGuard;
 use cr_guard_redis::{RedisGuard, RedisGuardConfig};
 
 /// Serve `GET /<bytes>` over HTTP/3 (h3) and hq-interop, resuming

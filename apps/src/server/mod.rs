@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use cr_endpoint::ex_token::{KeyRing, MemoryGuard, Rng, SystemRng, TokenGuard, TokenServer};
-use cr_endpoint::ResumeServer;
+use cr_endpoint::ex_token::{KeyRing, MemoryGuard, Rng, SystemRng, TokenServer};
+use cr_endpoint::{ResumeServer, SharedGuard};
 
 use crate::app::Protocol;
 use crate::error::AppError;
@@ -38,16 +38,8 @@ const MAX_WAIT: Duration = Duration::from_millis(50);
 /// connections again.
 const RECV_BATCH: usize = 64;
 
-/// Saved sets the in-memory guard remembers as in use (one user per set,
-/// RFC 9959).
-const GUARD_CAPACITY: usize = 100_000;
-
 /// How often the token key file is reread.
 const KEY_CHECK_INTERVAL: Duration = Duration::from_secs(1);
-
-/// A one-user-per-set guard a server's connections share: in memory for
-/// one process, or a registry a fleet shares.
-pub type SharedGuard = Arc<dyn TokenGuard + Send + Sync>;
 
 /// Length of the connection IDs the server picks.
 const CID_LEN: usize = 16;
@@ -138,7 +130,7 @@ impl Server {
         };
         let guard = options
             .guard
-            .unwrap_or_else(|| Arc::new(MemoryGuard::new(GUARD_CAPACITY)));
+            .unwrap_or_else(|| Arc::new(MemoryGuard::default()));
         let resume = ResumeServer::new(tokens, guard, resume_config);
         resume.configure(&mut config)?;
         let socket = UdpSocket::bind(options.listen)
