@@ -65,6 +65,10 @@ pub struct EndpointSettings {
     /// its next connection starts, like an HTTP client's connection pool,
     /// and receives the tokens the server sends after the last byte.
     pub close_when_done: bool,
+    /// Whether to send short packets wherever the congestion window has a
+    /// little room (quiche's default) rather than wait for room for a full
+    /// one ([`quiche::Config::enable_silly_window_avoidance`]).
+    pub small_packets: bool,
 }
 
 /// Settings shared by client and server configurations.
@@ -83,6 +87,7 @@ fn base_config(settings: &EndpointSettings) -> Result<quiche::Config, SimError> 
     config.set_max_connection_window(FLOW_CONTROL_CREDIT);
     config.set_max_stream_window(FLOW_CONTROL_CREDIT);
     config.set_cc_algorithm(settings.cc.algorithm());
+    config.enable_silly_window_avoidance(!settings.small_packets);
     // GREASE draws random values of random encoded length, which would make
     // packet sizes, and so timings, differ between runs of the same seed.
     config.grease(false);

@@ -46,7 +46,8 @@
 //!     "loss": f64, "loss_windows": [{"from_s": f64, "to_s": f64, "loss": f64}],
 //!     "rate2_bps": u64|null, "rtt2_s": f64|null, "queue_bytes": u64,
 //!     "gap_s": f64, "jitter_s": f64, "seed": u64, "resume": bool,
-//!     "competing_flow": bool, "close_when_done": bool
+//!     "competing_flow": bool, "close_when_done": bool,
+//!     "small_packets": bool      // quiche's default packet sizes, not quiche-cr's
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path
 //!   "connections": [             // [first, second, ...]
@@ -68,6 +69,16 @@
 //!         "jump_cwnd": u64|null,  // cwnd (bytes) on entering Unvalidated
 //!         "phases": [{"t_s": f64, "from": str|null, "to": str, "trigger": str|null}],
 //!         "final_phase": str|null
+//!       },
+//!       "packing": null | {       // how the server packed data into packets
+//!         "stream_packets": u64,  // packets that carried STREAM frames
+//!         "stream_packets_needed": u64, // full ones the body + retransmissions need
+//!         "stream_packet_ratio": f64,   // stream_packets / stream_packets_needed
+//!         "control_packets": u64, // packets with control frames only
+//!         "datagrams": u64,       // datagrams the server sent
+//!         "below_half_share": f64,  // share shorter than 50% of the maximum size
+//!         "below_90pct_share": f64, // share shorter than 90% of the maximum size
+//!         "wire_bytes_per_body_byte": f64
 //!       }
 //!     }, ...
 //!   ],
@@ -97,6 +108,7 @@ pub mod endpoint;
 pub mod error;
 pub mod link;
 pub mod output;
+pub mod packing;
 pub mod qlog_capture;
 pub mod report;
 pub mod rng;

@@ -107,6 +107,11 @@ struct RunArgs {
     /// an HTTP client's connection pool does).
     #[arg(long)]
     close_when_done: bool,
+    /// Send short packets wherever the congestion window has a little room,
+    /// as quiche does by default (for comparison; quiche-cr waits for room
+    /// for a full packet).
+    #[arg(long)]
+    small_packets: bool,
     /// Do not present the token: the baseline.
     #[arg(long)]
     no_resume: bool,
@@ -139,6 +144,7 @@ impl RunArgs {
             app: self.app,
             resume: !self.no_resume,
             close_when_done: self.close_when_done,
+            small_packets: self.small_packets,
             ..Scenario::default()
         }
     }
@@ -188,10 +194,12 @@ fn run(command: Command) -> Result<(), String> {
                 println!("{}", to_json(&results)?);
             } else {
                 print!("{}", suite::render(&results));
+                println!("\nsender efficiency (last connection, resumed; \"quiche\": the same run with quiche's default packet sizes):\n");
+                print!("{}", suite::render_packing(&results));
             }
             let failed = results
                 .iter()
-                .filter(|r| r.resumed.is_err() || r.baseline.is_err())
+                .filter(|r| r.resumed.is_err() || r.baseline.is_err() || r.small_packets.is_err())
                 .count();
             if failed > 0 {
                 return Err(format!("{failed} scenario(s) failed"));

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::endpoint::TokenCapacity;
 use crate::link::SimTime;
+use crate::packing::PackingReport;
 use crate::scenario::Scenario;
 use crate::session::SessionOutcome;
 use crate::units::LossWindow;
@@ -62,6 +63,9 @@ pub struct ScenarioView {
     /// Whether the client closed each connection once its download was
     /// complete (otherwise it kept it open until the next one).
     pub close_when_done: bool,
+    /// Whether the endpoints sent short packets wherever the congestion
+    /// window had a little room (quiche's default).
+    pub small_packets: bool,
 }
 
 impl ScenarioView {
@@ -85,6 +89,7 @@ impl ScenarioView {
             resume: scenario.resume,
             competing_flow: scenario.competing.is_some(),
             close_when_done: scenario.close_when_done,
+            small_packets: scenario.small_packets,
         }
     }
 }
@@ -191,6 +196,9 @@ pub struct ConnectionReport {
     pub ratio_to_limit: Option<f64>,
     /// What Careful Resume did.
     pub cr: CrReport,
+    /// How well the server packed the data into packets (`null`: the
+    /// server never had a side).
+    pub packing: Option<PackingReport>,
 }
 
 impl ConnectionReport {
@@ -228,6 +236,7 @@ impl ConnectionReport {
             limit_s: round_s(limit_s),
             ratio_to_limit: completion.map(|c| round3(c.as_secs_f64() / limit_s)),
             cr,
+            packing: stats.map(|s| PackingReport::of(&record.server_datagrams, s, size)),
         }
     }
 }

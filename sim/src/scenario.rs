@@ -70,6 +70,11 @@ pub struct Scenario {
     /// complete (a command-line tool) rather than keeping it open until the
     /// next one (an HTTP client's connection pool, the default).
     pub close_when_done: bool,
+    /// Whether the endpoints send short packets whenever the congestion
+    /// window has a little room, as quiche does by default, rather than
+    /// waiting for room for a full one (silly window avoidance, quiche-cr's
+    /// setting).
+    pub small_packets: bool,
 }
 
 impl Default for Scenario {
@@ -94,6 +99,7 @@ impl Default for Scenario {
             competing: None,
             later_sizes: Vec::new(),
             close_when_done: false,
+            small_packets: false,
         }
     }
 }
@@ -103,6 +109,15 @@ impl Scenario {
     pub fn baseline(&self) -> Scenario {
         Scenario {
             resume: false,
+            ..self.clone()
+        }
+    }
+
+    /// The same scenario sent as quiche does by default, with short packets
+    /// wherever the congestion window has a little room.
+    pub fn with_small_packets(&self) -> Scenario {
+        Scenario {
+            small_packets: true,
             ..self.clone()
         }
     }

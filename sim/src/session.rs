@@ -154,6 +154,7 @@ fn run_in(
         resume: scenario.resume,
         seed: scenario.seed,
         close_when_done: scenario.close_when_done,
+        small_packets: scenario.small_packets,
     };
     let main = world.add_flow(endpoints, full_traces)?;
     let competitor = match scenario.competing {

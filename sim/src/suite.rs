@@ -1,5 +1,6 @@
-//! The standard scenarios, each run resumed and as its no-resume baseline,
-//! in parallel on the available cores.
+//! The standard scenarios, each run resumed, as its no-resume baseline and
+//! resumed with quiche's default packet sizes, in parallel on the available
+//! cores.
 //!
 //! Each simulation runs on one thread with its own virtual clock (quiche's
 //! virtual clock is thread-local), so running them side by side changes
@@ -15,6 +16,8 @@ use serde::Serialize;
 
 use crate::choices::CongestionControl;
 use crate::error::SimError;
+use crate::packing::PackingReport;
+use crate::report::ConnectionReport;
 use crate::report::Report;
 use crate::scenario::Competing;
 use crate::scenario::Scenario;
@@ -46,8 +49,8 @@ fn ms(n: u64) -> Duration {
 /// capacity drop), a path change, an expired token, a loss burst on CUBIC,
 /// a connection joining a link carried by a long flow, sequences of
 /// connections (the saved capacity converging, kept across a short
-/// connection, and a retreat when the path lost most of its capacity), and
-/// a BBR2 RTT sweep.
+/// connection, and a retreat when the path lost most of its capacity),
+/// small request-response exchanges, and a BBR2 RTT sweep.
 pub fn cases() -> Vec<Case> {
     let base = Scenario::default();
     let mut cases = vec![Case {
@@ -149,9 +152,27 @@ pub fn cases() -> Vec<Case> {
                 ..base.clone()
             },
         },
+        small_requests(),
     ]);
     cases.extend(bbr2_sweep());
     cases
+}
+
+/// Eight 20 KiB requests at 100 ms, each on its own connection: the
+/// request-response exchanges that silly window avoidance (issue 16) must
+/// not delay. A response is larger than the initial window, so its last
+/// part waits for the first ACK either way.
+pub fn small_requests() -> Case {
+    Case {
+        name: "small-requests".into(),
+        about: "eight 20 KiB request-response exchanges at 100 ms",
+        scenario: Scenario {
+            size: 20 << 10,
+            later_sizes: vec![20 << 10; 7],
+            rtt: ms(100),
+            ..Scenario::default()
+        },
+    }
 }
 
 /// RTTs of [`bbr2_sweep`].
@@ -218,7 +239,7 @@ pub fn competing_flow() -> Case {
     }
 }
 
-/// A case's results: resumed and baseline.
+/// A case's results: resumed, baseline, and resumed with short packets.
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseResult {
     /// The case's name.
@@ -229,6 +250,9 @@ pub struct CaseResult {
     pub resumed: Result<Report, String>,
     /// The same session with `--no-resume`.
     pub baseline: Result<Report, String>,
+    /// The resumed session with `--small-packets`: how quiche packs data by
+    /// default, for comparison.
+    pub small_packets: Result<Report, String>,
 }
 
 impl CaseResult {
@@ -279,15 +303,21 @@ fn report(scenario: &Scenario) -> Result<Report, String> {
         .map_err(|e: SimError| e.to_string())
 }
 
-/// Runs `cases`, each resumed and as baseline, on the available cores.
+/// Runs `cases`, each resumed, as baseline and with short packets, on the
+/// available cores.
 pub fn run(cases: Vec<Case>) -> Vec<CaseResult> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs: Vec<(usize, Scenario)> = cases
+    let jobs: Vec<Scenario> = cases
         .iter()
-        .enumerate()
-        .flat_map(|(i, c)| [(i, c.scenario.clone()), (i, c.scenario.baseline())])
+        .flat_map(|c| {
+            [
+                c.scenario.clone(),
+                c.scenario.baseline(),
+                c.scenario.with_small_packets(),
+            ]
+        })
         .collect();
-    let mut reports = run_parallel(jobs, threads, |(_, s)| report(&s)).into_iter();
+    let mut reports = run_parallel(jobs, threads, |s| report(&s)).into_iter();
     cases
         .into_iter()
         .map(|case| {
@@ -297,6 +327,7 @@ pub fn run(cases: Vec<Case>) -> Vec<CaseResult> {
                 about: case.about,
                 resumed: reports.next().unwrap_or_else(failed),
                 baseline: reports.next().unwrap_or_else(failed),
+                small_packets: reports.next().unwrap_or_else(failed),
             }
         })
         .collect()
@@ -338,6 +369,70 @@ pub fn render(results: &[CaseResult]) -> String {
             "vs limit",
             "vs baseline",
             "careful resume",
+        ],
+        &rows,
+    )
+}
+
+/// The suite's sender-efficiency table: for the resumed run and the same
+/// run with quiche's default packet sizes, the last connection's packets,
+/// how many of them a full-packet sender needs, the share of short
+/// datagrams, wire bytes per body byte and completion.
+pub fn render_packing(results: &[CaseResult]) -> String {
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            let last = |run: &Result<Report, String>| run.as_ref().ok().map(|x| x.last().clone());
+            let (now, before) = (last(&r.resumed), last(&r.small_packets));
+            let packing = |c: &Option<ConnectionReport>| c.as_ref().and_then(|c| c.packing.clone());
+            let (p_now, p_before) = (packing(&now), packing(&before));
+            let count = |p: &Option<PackingReport>, f: fn(&PackingReport) -> u64| {
+                p.as_ref().map_or("-".into(), |p| f(p).to_string())
+            };
+            let share = |p: &Option<PackingReport>| {
+                p.as_ref().map_or("-".into(), |p| {
+                    format!("{:.0}%", p.below_90pct_share * 100.0)
+                })
+            };
+            let completion = |c: &Option<ConnectionReport>| c.as_ref().and_then(|c| c.completion_s);
+            let slower = match (completion(&now), completion(&before)) {
+                (Some(a), Some(b)) if b > 0.0 => format!("{:+.1}%", (a / b - 1.0) * 100.0),
+                _ => "-".into(),
+            };
+            vec![
+                r.name.clone(),
+                count(&p_now, |p| p.stream_packets_needed),
+                count(&p_now, |p| p.stream_packets),
+                count(&p_before, |p| p.stream_packets),
+                table::times(p_now.as_ref().map(|p| p.stream_packet_ratio)),
+                table::times(p_before.as_ref().map(|p| p.stream_packet_ratio)),
+                count(&p_now, |p| p.control_packets),
+                share(&p_now),
+                share(&p_before),
+                p_now
+                    .as_ref()
+                    .map_or("-".into(), |p| format!("{:.3}", p.wire_bytes_per_body_byte)),
+                p_before
+                    .as_ref()
+                    .map_or("-".into(), |p| format!("{:.3}", p.wire_bytes_per_body_byte)),
+                slower,
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            "scenario",
+            "needed",
+            "stream pkts",
+            "quiche",
+            "ratio",
+            "quiche",
+            "control",
+            "<90%",
+            "quiche",
+            "wire/body",
+            "quiche",
+            "completion",
         ],
         &rows,
     )

@@ -199,6 +199,7 @@ mod tests {
                 final_phase: phases.last().map(|p| p.to),
                 phases,
             },
+            packing: None,
         };
         let retreated = connection(vec![
             change("unvalidated"),

@@ -30,6 +30,7 @@ use crate::link::Fate;
 use crate::link::Link;
 use crate::link::SimTime;
 use crate::link::MAX_DATAGRAM;
+use crate::packing::DatagramSizes;
 use crate::qlog_capture::Keep;
 use crate::qlog_capture::QlogBuffer;
 
@@ -124,6 +125,7 @@ impl Network {
 
     /// Sends what `conn` has to send: datagrams due now enter the link at
     /// once, paced ones when their release time (`SendInfo.at`) comes.
+    /// `sizes`, when given, counts them.
     ///
     /// As quiche's own event loops do, the endpoint only asks quiche for a
     /// datagram while the pacer's next release time lies within
@@ -136,6 +138,7 @@ impl Network {
         flow: usize,
         generation: u64,
         direction: Direction,
+        mut sizes: Option<&mut DatagramSizes>,
     ) -> Result<usize, SimError> {
         let mut buf = [0u8; MAX_DATAGRAM];
         let mut sent = 0;
@@ -167,6 +170,9 @@ impl Network {
                 Err(e) => return Err(e.into()),
             };
             sent += 1;
+            if let Some(sizes) = sizes.as_deref_mut() {
+                sizes.add(len);
+            }
             let release = self.clock.sim_time(info.at).max(self.now.sim);
             let event = Event {
                 at: release,
@@ -200,6 +206,8 @@ pub struct ConnectionPair {
     closing: bool,
     /// The saved set of the token the client presented.
     token_presented: Option<TokenCapacity>,
+    /// The sizes of the datagrams the server sent.
+    server_datagrams: DatagramSizes,
 }
 
 impl ConnectionPair {
@@ -222,6 +230,8 @@ pub struct ConnectionRecord {
     pub progress: crate::app::Progress,
     /// The server's counters, when it has a side.
     pub server_stats: Option<quiche::Stats>,
+    /// The sizes of the datagrams the server sent.
+    pub server_datagrams: DatagramSizes,
     /// The server's qlog (its Careful Resume events only, unless the flow
     /// keeps full traces).
     pub server_qlog: Option<QlogBuffer>,
@@ -367,6 +377,7 @@ impl World {
             server_created_at: None,
             closing: false,
             token_presented,
+            server_datagrams: DatagramSizes::default(),
         });
         self.service_client(flow)?;
         Ok(previous)
@@ -391,6 +402,7 @@ impl World {
             server_created_at: pair.server_created_at,
             progress,
             server_stats,
+            server_datagrams: pair.server_datagrams,
             server_qlog,
             client_qlog,
             token_presented: pair.token_presented,
@@ -605,6 +617,7 @@ impl World {
             flow,
             pair.generation,
             Direction::ToServer,
+            None,
         )?;
         if sent > 0 {
             pair.first_packet_at.get_or_insert(now.sim);
@@ -629,9 +642,13 @@ impl World {
         // the application gets one more turn to use the room.
         for _ in 0..2 {
             pair.server_app.step(server.conn())?;
-            let sent =
-                self.network
-                    .flush(server.conn(), flow, pair.generation, Direction::ToClient)?;
+            let sent = self.network.flush(
+                server.conn(),
+                flow,
+                pair.generation,
+                Direction::ToClient,
+                Some(&mut pair.server_datagrams),
+            )?;
             if sent == 0 {
                 break;
             }
