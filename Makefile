@@ -64,10 +64,11 @@ sim-guards: setup quiche
 ## test: formatting, lints, all workspace tests, the fork check, upstream's suite, a short fuzz run
 test: setup-test fmt-check clippy test-workspace sim-guards quiche-check quiche-tooling-test quiche-test fuzz
 
-## bench: criterion benchmarks (results in target/criterion); the Redis guard's claims/s and latency
+## bench: criterion benchmarks (results in target/criterion); the Redis guard's claims/s and latency; server CPU and packets per MiB (loopback_cost)
 bench: setup quiche
 	$(CARGO) bench -p quiche-cr-benches
 	$(CARGO) bench -p cr-guard-redis
+	$(CARGO) bench -p cr-apps --bench loopback_cost
 
 ## demo: Careful Resume on a simulated GEO satellite link: times, speed-ups, SVG plots (target/cr-demo/)
 demo: setup quiche

@@ -73,6 +73,7 @@ fn start_server() -> ServerHandle {
         cc: CongestionControl::Cubic,
         max_jump: None,
         idle_timeout: Duration::from_secs(10),
+        small_packets: false,
     })
     .expect("server");
     ServerHandle::spawn(server).expect("server thread")

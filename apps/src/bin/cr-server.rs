@@ -46,6 +46,11 @@ struct Args {
     /// Congestion controller.
     #[arg(long, value_enum, default_value_t = CongestionControl::Cubic)]
     cc: CongestionControl,
+    /// Send short packets wherever the congestion window has a little room,
+    /// as quiche does by default (for comparison; cr-server waits for room
+    /// for a full packet while an ACK is due).
+    #[arg(long)]
+    small_packets: bool,
     /// Largest window Careful Resume may jump to (e.g. 4MiB).
     #[arg(long, value_parser = parse_bytes)]
     max_jump: Option<u64>,
@@ -114,6 +119,7 @@ fn run(args: Args) -> Result<(), AppError> {
         cc: args.cc,
         max_jump,
         idle_timeout: args.idle_timeout,
+        small_packets: args.small_packets,
     })?;
     eprintln!(
         "cr-server: listening on {} (h3, hq-interop); token keys {}: current id {}{}, earlier ids {:?}",

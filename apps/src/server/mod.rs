@@ -72,6 +72,11 @@ pub struct ServerOptions {
     pub max_jump: Option<usize>,
     /// Idle timeout of connections.
     pub idle_timeout: Duration,
+    /// Send short packets wherever the congestion window has a little room,
+    /// as quiche does by default, instead of waiting for room for a full
+    /// one ([`quiche::Config::enable_silly_window_avoidance`]); for
+    /// comparisons.
+    pub small_packets: bool,
 }
 
 /// A bound server, ready to run.
@@ -114,6 +119,7 @@ fn quiche_config(options: &ServerOptions) -> Result<quiche::Config, AppError> {
     config.set_initial_max_streams_bidi(100);
     config.set_initial_max_streams_uni(16);
     config.set_cc_algorithm(options.cc.algorithm());
+    config.enable_silly_window_avoidance(!options.small_packets);
     config.set_disable_active_migration(true);
     Ok(config)
 }

@@ -32,6 +32,7 @@ pub fn server_options() -> ServerOptions {
         cc: CongestionControl::Cubic,
         max_jump: None,
         idle_timeout: Duration::from_secs(5),
+        small_packets: false,
     }
 }
 
