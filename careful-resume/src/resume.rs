@@ -7,6 +7,10 @@ use crate::params::{Config, SavedState};
 use crate::phase::{Phase, Transition, Trigger, WindowControl};
 use crate::recon::{Reconnaissance, Verdict};
 
+/// The path delivered the jump slower than it was paced when its ACKs came
+/// at less than this fraction (numerator, denominator) of the pacing rate.
+const PATH_LIMITED_RATIO: (u128, u128) = (4, 5);
+
 /// Careful Resume for one path of a connection that starts with a saved set.
 ///
 /// Create it when the connection may use the saved set (not already in use by
@@ -28,6 +32,11 @@ pub struct CarefulResume {
     first_unvalidated_pn: Option<u64>,
     last_unvalidated_pn: Option<u64>,
     unvalidated_since: Option<Instant>,
+    /// The jump's pacing rate, bytes per second, fixed when it started.
+    jump_rate: u64,
+    /// How the path delivered the jump: PipeSize and the time at the first
+    /// ACK of an unvalidated packet.
+    jump_delivery_start: Option<(usize, Instant)>,
     current_rtt: Duration,
     saved_set_consumed: bool,
     /// The guard has not yet answered whether this connection may use the
@@ -52,6 +61,8 @@ impl CarefulResume {
             first_unvalidated_pn: None,
             last_unvalidated_pn: None,
             unvalidated_since: None,
+            jump_rate: 0,
+            jump_delivery_start: None,
             current_rtt: saved.rtt,
             saved_set_consumed: false,
             claim_pending: false,
@@ -137,6 +148,7 @@ impl CarefulResume {
                     _ => false,
                 };
                 if first_acked {
+                    self.jump_delivery_start = Some((self.pipesize, ack.now));
                     self.leave_unvalidated(
                         Trigger::FirstUnvalidatedPacketAcknowledged,
                         ack.bytes_in_flight,
@@ -150,14 +162,24 @@ impl CarefulResume {
             }
             Phase::Validating => {
                 self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
+                if self.jump_delivery_start.is_none()
+                    && self.acknowledges_unvalidated(ack.largest_acked)
+                {
+                    self.jump_delivery_start = Some((self.pipesize, ack.now));
+                }
                 if self.covers_last_unvalidated(ack) {
                     // The jump is validated: slow start may go on up to the
                     // saved capacity, which the earlier connection showed the
-                    // path carries; beyond it the controller probes in
-                    // congestion avoidance. (Slow-starting on from a window
-                    // this large doubles it past the path into a burst of
-                    // loss the first connection never had.)
-                    let ssthresh = self.pipesize.max(self.saved.cwnd);
+                    // path carries, unless the path delivered the jump slower
+                    // than it was sent, which shows what it carries now;
+                    // beyond that the controller probes in congestion
+                    // avoidance. (Slow-starting on from a window this large
+                    // doubles it past the path into a burst of loss the first
+                    // connection never had.)
+                    let ssthresh = match self.capacity_shown_by_the_jump(ack) {
+                        Some(capacity) => capacity.max(self.config.initial_window()),
+                        None => self.pipesize.max(self.saved.cwnd),
+                    };
                     let trigger = Trigger::LastUnvalidatedPacketAcknowledged;
                     Some(self.end(trigger, None, Some(ssthresh), ack.now))
                 } else {
@@ -316,6 +338,9 @@ impl CarefulResume {
             Verdict::Ready => {
                 self.pipesize = bytes_in_flight;
                 self.unvalidated_since = Some(now);
+                let nanos = self.current_rtt.as_nanos().max(1);
+                let rate = self.jump_window as u128 * 1_000_000_000 / nanos;
+                self.jump_rate = u64::try_from(rate).unwrap_or(u64::MAX);
                 Some(self.change(
                     Phase::Unvalidated,
                     Trigger::CongestionWindowLimited,
@@ -330,6 +355,31 @@ impl CarefulResume {
     fn unvalidated_rtt_exceeded(&self, now: Instant) -> bool {
         self.unvalidated_since
             .is_some_and(|since| now.saturating_duration_since(since) > self.current_rtt)
+    }
+
+    fn acknowledges_unvalidated(&self, largest_acked: Option<u64>) -> bool {
+        match (largest_acked, self.first_unvalidated_pn) {
+            (Some(acked), Some(first)) => acked >= first,
+            _ => false,
+        }
+    }
+
+    /// The capacity the path showed while delivering the jump, when it
+    /// delivered it markedly slower than the pacer sent it: the rate at which
+    /// the jump's packets were acknowledged, times the min RTT. `None` when
+    /// the path kept up with the pacer, which is then all the ACKs show.
+    fn capacity_shown_by_the_jump(&self, ack: &Ack) -> Option<usize> {
+        let (pipesize_then, since) = self.jump_delivery_start?;
+        let elapsed = ack.now.checked_duration_since(since)?;
+        if elapsed < self.current_rtt / 4 {
+            return None; // too short a train to measure a rate
+        }
+        let delivered = self.pipesize.saturating_sub(pipesize_then) as u128;
+        let rate = delivered * 1_000_000_000 / elapsed.as_nanos().max(1);
+        let slower =
+            rate * PATH_LIMITED_RATIO.1 < u128::from(self.jump_rate) * PATH_LIMITED_RATIO.0;
+        let capacity = rate * ack.min_rtt.as_nanos() / 1_000_000_000;
+        slower.then(|| usize::try_from(capacity).unwrap_or(usize::MAX))
     }
 
     fn covers_last_unvalidated(&self, ack: &Ack) -> bool {

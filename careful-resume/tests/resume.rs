@@ -390,6 +390,43 @@ fn filling_the_jump_window_moves_to_validating() {
     );
 }
 
+/// Fills the jump window (pn 10 to 99 after pn 0 to 9) and has the path
+/// acknowledge the jump's first packet at 210 ms and its last at `last_at`
+/// ms; returns the transition that validates the jump.
+fn validated_with_last_ack_at(last_at: u64) -> Transition {
+    let clock = Clock::new();
+    let mut cr = jumped(200, &clock);
+    send_quietly(&mut cr, 10..=98, pkts(10), clock.at(110));
+    let t = cr.on_packet_sent(&sent(99, pkts(100), true, clock.at(110)));
+    assert_eq!(t.map(|t| t.to), Some(Phase::Validating));
+    assert_eq!(
+        cr.on_ack(&ack(Some(10), pkts(11), pkts(89), RTT, clock.at(210))),
+        None
+    );
+    assert_change(
+        cr.on_ack(&ack(Some(99), pkts(89), 0, RTT, clock.at(last_at))),
+        Phase::Validating,
+        Phase::Normal,
+        Trigger::LastUnvalidatedPacketAcknowledged,
+    )
+}
+
+#[test]
+fn a_jump_the_path_delivered_slower_than_it_was_sent_sets_ssthresh_to_what_it_showed() {
+    // Paced at 100 packets per 100 ms RTT, acknowledged at 89 packets in
+    // 200 ms: the path carries 89 / 2 packets per min RTT, not the saved 200.
+    let t = validated_with_last_ack_at(410);
+    assert_eq!((t.cwnd, t.ssthresh), (None, Some(pkts(89) / 2)));
+}
+
+#[test]
+fn a_jump_the_path_kept_pace_with_leaves_ssthresh_at_the_saved_capacity() {
+    // 89 packets in 90 ms: the path kept up with the pacer (0.99 of its
+    // rate), so the ACKs show nothing about the path beyond the jump.
+    let t = validated_with_last_ack_at(300);
+    assert_eq!((t.cwnd, t.ssthresh), (None, Some(pkts(200))));
+}
+
 #[test]
 fn acknowledging_the_first_unvalidated_packet_moves_to_validating() {
     let clock = Clock::new();
