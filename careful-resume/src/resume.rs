@@ -11,6 +11,18 @@ use crate::recon::{Reconnaissance, Verdict};
 /// at less than this fraction (numerator, denominator) of the pacing rate.
 const PATH_LIMITED_RATIO: (u128, u128) = (4, 5);
 
+/// What the jump's ACKs showed about the path while it is being validated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SlowStartLimit {
+    /// Nothing yet (or the path keeps pace with the jump).
+    Unknown,
+    /// The path carries this much (bytes per min RTT), less than the jump
+    /// was paced at.
+    Shown(usize),
+    /// Handed to the controller.
+    Taken,
+}
+
 /// Careful Resume for one path of a connection that starts with a saved set.
 ///
 /// Create it when the connection may use the saved set (not already in use by
@@ -37,6 +49,10 @@ pub struct CarefulResume {
     /// How the path delivered the jump: PipeSize and the time at the first
     /// ACK of an unvalidated packet.
     jump_delivery_start: Option<(usize, Instant)>,
+    /// The capacity the jump's ACKs showed while it is being validated, for
+    /// the controller to end slow start at ([`CarefulResume::take_slow_start_limit`]):
+    /// `None` until shown; taken once.
+    slow_start_limit: SlowStartLimit,
     current_rtt: Duration,
     saved_set_consumed: bool,
     /// The guard has not yet answered whether this connection may use the
@@ -63,6 +79,7 @@ impl CarefulResume {
             unvalidated_since: None,
             jump_rate: 0,
             jump_delivery_start: None,
+            slow_start_limit: SlowStartLimit::Unknown,
             current_rtt: saved.rtt,
             saved_set_consumed: false,
             claim_pending: false,
@@ -166,6 +183,12 @@ impl CarefulResume {
                     && self.acknowledges_unvalidated(ack.largest_acked)
                 {
                     self.jump_delivery_start = Some((self.pipesize, ack.now));
+                }
+                if self.slow_start_limit == SlowStartLimit::Unknown {
+                    if let Some(capacity) = self.capacity_shown_by_the_jump(ack) {
+                        let limit = capacity.max(self.config.initial_window());
+                        self.slow_start_limit = SlowStartLimit::Shown(limit);
+                    }
                 }
                 if self.covers_last_unvalidated(ack) {
                     // The jump is validated: slow start may go on up to the
@@ -355,6 +378,21 @@ impl CarefulResume {
     fn unvalidated_rtt_exceeded(&self, now: Instant) -> bool {
         self.unvalidated_since
             .is_some_and(|since| now.saturating_duration_since(since) > self.current_rtt)
+    }
+
+    /// While the jump is validated, the base controller slow-starts on; once
+    /// the jump's ACKs show the path carries less than the jump was paced
+    /// at, this returns (once) the ssthresh that ends slow start there, the
+    /// capacity they showed, so that the window does not double past the
+    /// path before the validation ends.
+    pub fn take_slow_start_limit(&mut self) -> Option<usize> {
+        match self.slow_start_limit {
+            SlowStartLimit::Shown(limit) if self.phase == Phase::Validating => {
+                self.slow_start_limit = SlowStartLimit::Taken;
+                Some(limit)
+            }
+            _ => None,
+        }
     }
 
     fn acknowledges_unvalidated(&self, largest_acked: Option<u64>) -> bool {

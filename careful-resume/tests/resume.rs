@@ -412,6 +412,28 @@ fn validated_with_last_ack_at(last_at: u64) -> Transition {
 }
 
 #[test]
+fn slow_start_ends_at_what_the_jumps_acks_showed_before_the_validation_ends() {
+    let clock = Clock::new();
+    let mut cr = jumped(200, &clock);
+    send_quietly(&mut cr, 10..=98, pkts(10), clock.at(110));
+    let t = cr.on_packet_sent(&sent(99, pkts(100), true, clock.at(110)));
+    assert_eq!(t.map(|t| t.to), Some(Phase::Validating));
+    assert_eq!(cr.take_slow_start_limit(), None);
+    // The jump's first packet acknowledged at 210 ms, then 20 more packets in
+    // 40 ms (half the pacing rate of 100 packets per 100 ms): the path
+    // carries 50 packets per min RTT. Slow start ends there, once.
+    for (largest, at) in [(10, 210), (30, 250)] {
+        let acked = if largest == 10 { pkts(11) } else { pkts(20) };
+        assert_eq!(
+            cr.on_ack(&ack(Some(largest), acked, pkts(69), RTT, clock.at(at))),
+            None
+        );
+    }
+    assert_eq!(cr.take_slow_start_limit(), Some(pkts(50)));
+    assert_eq!(cr.take_slow_start_limit(), None);
+}
+
+#[test]
 fn a_jump_the_path_delivered_slower_than_it_was_sent_sets_ssthresh_to_what_it_showed() {
     // Paced at 100 packets per 100 ms RTT, acknowledged at 89 packets in
     // 200 ms: the path carries 89 / 2 packets per min RTT, not the saved 200.
