@@ -24,7 +24,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cr_apps::relay::{LinkConfig, Relay, RelayOptions};
+use cr_apps::relay::{LinkConfig, Relay, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
 
 /// The emulated path of the second table: 20 Mbit/s, 20 ms, one BDP of
 /// queue per direction.
@@ -168,6 +168,7 @@ impl RelayThread {
             up: RELAYED,
             down: RELAYED,
             seed: 1,
+            flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
         })
         .expect("the relay binds");
         let stop = Arc::new(AtomicBool::new(false));

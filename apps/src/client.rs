@@ -17,7 +17,10 @@ use cr_endpoint::{ClientConfig, RequestedCapacity, ResumeClient};
 
 use crate::app::{ClientApp, Protocol};
 use crate::error::AppError;
-use crate::net::{drain_connection, recv_until, try_recv, Outbox, MAX_DATAGRAM, RECV_BUFFER};
+use crate::net::{
+    drain_connection, recv_until, size_buffers, try_recv, Outbox, MAX_DATAGRAM, RECV_BUFFER,
+    SOCKET_BUFFER_FLOOR,
+};
 use crate::report::seconds;
 
 /// What a download needs.
@@ -210,6 +213,8 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
         (Ipv6Addr::UNSPECIFIED, 0).into()
     };
     let socket = UdpSocket::bind(bind).map_err(|e| AppError::io("binding a UDP socket", e))?;
+    // The download arrives in bursts of the server's window.
+    size_buffers(&socket, SOCKET_BUFFER_FLOOR);
     let local = socket
         .local_addr()
         .map_err(|e| AppError::io("reading the bound address", e))?;

@@ -28,7 +28,7 @@ pub mod units;
 pub use app::Protocol;
 pub use client::{download, ClientOptions, DownloadReport, PresentedToken};
 pub use error::AppError;
-pub use relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
+pub use relay::{LinkConfig, Relay, RelayHandle, RelayOptions, RelayStats};
 pub use report::ConnectionReport;
 pub use server::{Server, ServerHandle, ServerOptions};
 

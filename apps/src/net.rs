@@ -1,5 +1,7 @@
-//! UDP plumbing shared by the server and the client: waiting for a datagram
-//! until a deadline, and holding datagrams until their pacing release time.
+//! UDP plumbing shared by the server, the client and the relay: waiting for
+//! a datagram until a deadline, holding datagrams until their pacing release
+//! time, and sizing sockets' kernel buffers and counting the datagrams the
+//! kernel drops (`net/kernel.rs`, re-exported here).
 //!
 //! quiche does not sleep: `send()` returns each packet with `SendInfo.at`,
 //! the moment it should leave, and `timeout_instant()` says when a timer
@@ -12,11 +14,21 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
+mod kernel;
+
+pub use kernel::{size_buffers, BufferSizes, DropCountingReceiver};
+
 /// Largest UDP payload either program sends.
 pub const MAX_DATAGRAM: usize = 1350;
 
 /// Receive buffer: the largest UDP datagram, so nothing is ever truncated.
 pub const RECV_BUFFER: usize = 65_535;
+
+/// The smallest kernel buffer (receive and send) the programs ask for
+/// their sockets. Linux's default, 208 KiB, holds about 90 full-size
+/// datagrams: a burst of one congestion window at tens of Mbit/s and
+/// hundreds of milliseconds overflows it, and the kernel drops the rest.
+pub const SOCKET_BUFFER_FLOOR: usize = 4 << 20;
 
 /// Below this, wait by sleeping rather than by a socket timeout: Linux
 /// counts `SO_RCVTIMEO` in scheduler ticks (up to 4 ms), far coarser than

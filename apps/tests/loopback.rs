@@ -7,7 +7,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
 use cr_apps::{download, ClientOptions, PresentedToken, Protocol, Server, ServerHandle};
 
 fn server() -> ServerHandle {
@@ -82,6 +82,7 @@ fn the_relay_delays_both_directions() {
             up: link,
             down: link,
             seed: 1,
+            flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
         })
         .expect("relay"),
     )
@@ -91,7 +92,10 @@ fn the_relay_delays_both_directions() {
     let report = download(&options).expect("download");
     assert!(report.handshake >= Duration::from_millis(100), "{report}");
     assert!(report.first_byte >= Duration::from_millis(200), "{report}");
-    let (up, down) = relay.stats();
-    assert!(up.forwarded > 0 && down.forwarded > 70, "{up:?} {down:?}");
-    assert_eq!(up.queue_drops + down.queue_drops, 0);
+    let stats = relay.stats();
+    assert!(
+        stats.up.forwarded > 0 && stats.down.forwarded > 70,
+        "{stats}"
+    );
+    assert_eq!(stats.up.queue_drops + stats.down.queue_drops, 0, "{stats}");
 }

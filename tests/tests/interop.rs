@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
 use cr_apps::{
     download, ClientOptions, CongestionControl, ConnectionReport, PresentedToken, Protocol, Server,
     ServerHandle, ServerOptions,
@@ -93,6 +93,7 @@ fn start_relay(server: &ServerHandle) -> RelayHandle {
         up: link,
         down: link,
         seed: 1,
+        flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
     })
     .expect("relay");
     RelayHandle::spawn(relay).expect("relay threads")

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Buf, Bytes};
 use cr_apps::keys::KeyMaterial;
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
 use cr_apps::CongestionControl;
 use cr_endpoint::careful_resume::Phase;
 use cr_endpoint::ex_token::{
@@ -218,6 +218,7 @@ fn a_quinn_client_resumes_on_a_tokio_quiche_server_and_finishes_sooner() {
             up: link,
             down: link,
             seed: 7,
+            flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
         })
         .expect("relay"),
     )

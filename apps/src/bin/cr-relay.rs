@@ -1,11 +1,14 @@
 //! `cr-relay`: a userspace UDP link emulator between clients and one server.
+//! Prints its path at start, then every `--stats-every` what each direction
+//! forwarded and dropped (the link's queue and random drops, the kernel's
+//! drops on the relay's own sockets apart) and its flows.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
 use cr_apps::units::{parse_bytes, parse_duration, parse_probability, parse_rate};
 use cr_apps::AppError;
 
@@ -52,6 +55,11 @@ struct Args {
     /// Print forwarding counters this often (0 never).
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     stats_every: Duration,
+    /// Close a client's flow (its upstream socket and thread) after it
+    /// carried no datagram either way for this long [default: 60s, longer
+    /// than cr-server's and cr-client's QUIC idle timeouts].
+    #[arg(long, value_parser = parse_duration)]
+    flow_idle_timeout: Option<Duration>,
 }
 
 fn main() -> ExitCode {
@@ -94,9 +102,12 @@ fn run(args: Args) -> Result<(), AppError> {
         up,
         down,
         seed: args.seed,
+        flow_idle_timeout: args.flow_idle_timeout.unwrap_or(DEFAULT_FLOW_IDLE_TIMEOUT),
     })?;
+    let buffers = relay.buffers();
     eprintln!(
-        "cr-relay: {} -> {}; up {} bit/s, down {} bit/s, rtt {:?}, queues {}/{} B, loss {}/{}",
+        "cr-relay: {} -> {}; up {} bit/s, down {} bit/s, rtt {:?}, queues {}/{} B, loss {}/{}; \
+         socket buffers {}/{} B (receive/send)",
         relay.local_addr(),
         args.server,
         up.rate_bps,
@@ -105,7 +116,9 @@ fn run(args: Args) -> Result<(), AppError> {
         up.queue_bytes,
         down.queue_bytes,
         up.loss,
-        down.loss
+        down.loss,
+        buffers.receive,
+        buffers.send,
     );
     let handle = RelayHandle::spawn(relay)?;
     loop {
@@ -114,10 +127,6 @@ fn run(args: Args) -> Result<(), AppError> {
             continue;
         }
         std::thread::sleep(args.stats_every);
-        let (up, down) = handle.stats();
-        eprintln!(
-            "cr-relay: up {} forwarded, {} queue drops, {} lost; down {} forwarded, {} queue drops, {} lost",
-            up.forwarded, up.queue_drops, up.random_drops, down.forwarded, down.queue_drops, down.random_drops
-        );
+        eprintln!("cr-relay: {}", handle.stats());
     }
 }

@@ -34,22 +34,30 @@ impl LinkConfig {
         Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 
-    /// Bytes still to serialise when the bottleneck is busy for `backlog`.
-    fn queued_bytes(&self, backlog: Duration) -> u64 {
-        let bytes = backlog.as_nanos() * u128::from(self.rate_bps) / 8 / 1_000_000_000;
+    /// Bytes the bottleneck serialises in `duration`: the bytes still queued
+    /// when it is busy for that long, or a bandwidth-delay product.
+    pub fn bytes_in(&self, duration: Duration) -> u64 {
+        let bytes = duration.as_nanos() * u128::from(self.rate_bps) / 8 / 1_000_000_000;
         u64::try_from(bytes).unwrap_or(u64::MAX)
     }
 }
 
-/// What a link did, counted in datagrams.
+/// What a link did, counted in datagrams. Queue and random drops are the
+/// emulated path's; send errors are not, and neither are the datagrams the
+/// kernel dropped before the relay read them ([`RelayStats`]).
+///
+/// [`RelayStats`]: super::RelayStats
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkStats {
-    /// Delivered (or handed to the socket for delivery).
+    /// Handed to the kernel at their delivery time.
     pub forwarded: u64,
     /// Dropped because the queue was full.
     pub queue_drops: u64,
     /// Dropped at random.
     pub random_drops: u64,
+    /// Due for delivery but refused by the kernel's send (a loss the link
+    /// did not decide).
+    pub send_errors: u64,
 }
 
 /// A seeded generator for the loss decisions (SplitMix64): same seed, same
@@ -127,7 +135,7 @@ impl Link {
             return;
         }
         let backlog = state.busy_until.saturating_duration_since(now);
-        if self.config.queued_bytes(backlog) + data.len() as u64 > self.config.queue_bytes {
+        if self.config.bytes_in(backlog) + data.len() as u64 > self.config.queue_bytes {
             state.stats.queue_drops += 1;
             return;
         }
@@ -159,11 +167,16 @@ impl Link {
             let wait = match state.in_flight.front() {
                 Some(next) if next.deliver_at <= now => {
                     if let Some(due) = state.in_flight.pop_front() {
-                        state.stats.forwarded += 1;
                         drop(state);
-                        // A send error is a loss on the path.
-                        let _ = due.socket.send_to(&due.data, due.to);
+                        let sent = due.socket.send_to(&due.data, due.to);
                         state = self.lock();
+                        match sent {
+                            Ok(_) => state.stats.forwarded += 1,
+                            Err(e) => {
+                                log::debug!("relay: sending to {} failed: {e}", due.to);
+                                state.stats.send_errors += 1;
+                            }
+                        }
                     }
                     continue;
                 }
@@ -195,7 +208,7 @@ mod tests {
     #[test]
     fn serialisation_follows_the_rate() {
         assert_eq!(config(0, 0.0).serialisation(1000), Duration::from_millis(1));
-        assert_eq!(config(0, 0.0).queued_bytes(Duration::from_millis(3)), 3000);
+        assert_eq!(config(0, 0.0).bytes_in(Duration::from_millis(3)), 3000);
     }
 
     #[test]

@@ -3,28 +3,50 @@
 //!
 //! Clients send to the relay's address; the relay forwards to the server
 //! through the "up" link and returns the server's datagrams through the
-//! "down" link. Each client address gets its own upstream socket, so the
-//! server sees one distinct peer per client, as through a NAT.
+//! "down" link. Each client address gets a flow ([`FlowInfo`]): its own
+//! upstream socket, so the server sees one distinct peer per client, as
+//! through a NAT, and a thread reading it; a flow that carried nothing
+//! either way for the idle timeout is closed, its socket and thread with it.
+//!
+//! This module owns the client-facing socket, the flows and the threads;
+//! `link` emulates one direction of the path, `flow` one client's flow and
+//! `stats` what the relay counts. As an instrument the relay must lose only
+//! what the emulated path loses: its sockets' kernel buffers hold what the
+//! path can hold, and the datagrams the kernel drops anyway are counted
+//! apart from the link's own drops ([`RelayStats`]).
 
+mod flow;
 mod link;
+mod stats;
 
-use std::collections::HashMap;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::collections::hash_map::{Entry, HashMap};
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+pub use flow::FlowInfo;
 pub use link::{Link, LinkConfig, LinkStats, LossRng};
+pub use stats::RelayStats;
 
 use crate::error::AppError;
-use crate::net::RECV_BUFFER;
+use crate::net::{
+    size_buffers, BufferSizes, DropCountingReceiver, RECV_BUFFER, SOCKET_BUFFER_FLOOR,
+};
+use flow::{Flow, FlowContext};
+use stats::Counters;
 
 /// How often blocked threads look at the stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
 /// Most clients relayed at once; datagrams from further clients are dropped.
 const MAX_FLOWS: usize = 256;
+
+/// How long a flow may carry nothing before it is closed, unless told
+/// otherwise: longer than the QUIC idle timeouts cr-server and cr-client
+/// use (30 s), so a connection's flow outlives the connection.
+pub const DEFAULT_FLOW_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a relay needs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,6 +61,24 @@ pub struct RelayOptions {
     pub down: LinkConfig,
     /// Seed of the random losses.
     pub seed: u64,
+    /// A flow that carried no datagram either way for this long is closed
+    /// (more than zero; [`DEFAULT_FLOW_IDLE_TIMEOUT`] unless testing).
+    pub flow_idle_timeout: Duration,
+}
+
+impl RelayOptions {
+    /// Kernel buffer to ask for each of the relay's sockets: what the path
+    /// holds at once in either direction, its queue and a round trip at its
+    /// rate (the most a sender's window puts in flight, and so the largest
+    /// burst), and never less than [`SOCKET_BUFFER_FLOOR`].
+    pub fn socket_buffer(&self) -> usize {
+        let rtt = self.up.delay + self.down.delay;
+        let path = |link: &LinkConfig| link.queue_bytes.saturating_add(link.bytes_in(rtt));
+        let bytes = path(&self.up).max(path(&self.down));
+        usize::try_from(bytes)
+            .unwrap_or(usize::MAX)
+            .max(SOCKET_BUFFER_FLOOR)
+    }
 }
 
 /// A bound relay, ready to run.
@@ -46,18 +86,27 @@ pub struct Relay {
     options: RelayOptions,
     socket: Arc<UdpSocket>,
     local: SocketAddr,
+    buffers: BufferSizes,
     up: Arc<Link>,
     down: Arc<Link>,
+    flows: Mutex<HashMap<SocketAddr, Flow>>,
+    counters: Arc<Counters>,
 }
 
 impl Relay {
-    /// Binds the client-facing socket.
+    /// Binds the client-facing socket and sizes its buffers.
     pub fn bind(options: RelayOptions) -> Result<Relay, AppError> {
+        if options.flow_idle_timeout.is_zero() {
+            return Err(AppError::Invalid(
+                "the flow idle timeout must be more than zero".into(),
+            ));
+        }
         let socket = UdpSocket::bind(options.listen)
             .map_err(|e| AppError::io(format!("binding {}", options.listen), e))?;
         socket
             .set_read_timeout(Some(STOP_CHECK))
             .map_err(|e| AppError::io("setting a socket timeout", e))?;
+        let buffers = size_buffers(&socket, options.socket_buffer());
         let local = socket
             .local_addr()
             .map_err(|e| AppError::io("reading the bound address", e))?;
@@ -68,12 +117,21 @@ impl Relay {
             options,
             socket: Arc::new(socket),
             local,
+            buffers,
+            flows: Mutex::new(HashMap::new()),
+            counters: Arc::new(Counters::default()),
         })
     }
 
     /// The address clients send to.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// The kernel buffers the client-facing socket was granted (the
+    /// upstream sockets ask for the same size).
+    pub fn buffers(&self) -> BufferSizes {
+        self.buffers
     }
 
     /// Relays until `stop` is set.
@@ -85,79 +143,110 @@ impl Relay {
         }
         let result = self.accept_loop(stop, &mut threads);
         stop.store(true, Ordering::Relaxed);
+        threads.extend(self.lock_flows().drain().map(|(_, flow)| flow.close()));
         for thread in threads {
             let _ = thread.join();
         }
         result
     }
 
-    /// Receives from clients, opening an upstream socket (and its return
-    /// thread) for each new client.
+    /// Receives from clients, opening a flow for each new client and
+    /// closing idle ones. Closed flows' threads go to `threads`, to join.
     fn accept_loop(
         &self,
         stop: &Arc<AtomicBool>,
         threads: &mut Vec<JoinHandle<()>>,
     ) -> Result<(), AppError> {
-        let mut flows: HashMap<SocketAddr, Arc<UdpSocket>> = HashMap::new();
+        let mut receiver = DropCountingReceiver::new(Arc::clone(&self.socket));
+        self.counters.kernel_drops_up.watch(&receiver);
         let mut buf = vec![0u8; RECV_BUFFER];
+        let sweep_every = (self.options.flow_idle_timeout / 4).min(Duration::from_secs(1));
+        let mut next_sweep = Instant::now() + sweep_every;
         while !stop.load(Ordering::Relaxed) {
-            let (len, client) = match self.socket.recv_from(&mut buf) {
-                Ok(received) => received,
-                Err(_) => continue, // timeout, or an ICMP error to ignore
-            };
-            let upstream = match flows.get(&client) {
-                Some(upstream) => Arc::clone(upstream),
-                None if flows.len() >= MAX_FLOWS => continue,
-                None => {
-                    let upstream = self.open_flow(client, stop, threads)?;
-                    flows.insert(client, Arc::clone(&upstream));
-                    upstream
-                }
-            };
-            self.up
-                .send(Instant::now(), &buf[..len], &upstream, self.options.server);
+            // A timeout, or an ICMP error from an earlier send, to ignore.
+            if let Ok((len, client, dropped)) = receiver.recv_from(&mut buf) {
+                self.counters.kernel_drops_up.add(dropped);
+                self.forward_up(client, &buf[..len], stop)?;
+            }
+            let now = Instant::now();
+            if now >= next_sweep {
+                self.close_idle_flows(now, threads);
+                next_sweep = now + sweep_every;
+            }
         }
         Ok(())
     }
 
-    fn open_flow(
+    /// Puts a client's datagram on the up link, from its flow's socket.
+    fn forward_up(
         &self,
         client: SocketAddr,
+        datagram: &[u8],
         stop: &Arc<AtomicBool>,
-        threads: &mut Vec<JoinHandle<()>>,
-    ) -> Result<Arc<UdpSocket>, AppError> {
-        let any: SocketAddr = if self.options.server.is_ipv4() {
-            (Ipv4Addr::UNSPECIFIED, 0).into()
-        } else {
-            (Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        let upstream = UdpSocket::bind(any)
-            .and_then(|s| s.set_read_timeout(Some(STOP_CHECK)).map(|()| s))
-            .map_err(|e| AppError::io("opening an upstream socket", e))?;
-        let upstream = Arc::new(upstream);
-        let (reader, down, back, stop) = (
-            Arc::clone(&upstream),
-            Arc::clone(&self.down),
-            Arc::clone(&self.socket),
-            Arc::clone(stop),
-        );
-        let server = self.options.server;
-        threads.push(spawn("cr-relay-flow", move || {
-            let mut buf = vec![0u8; RECV_BUFFER];
-            while !stop.load(Ordering::Relaxed) {
-                if let Ok((len, from)) = reader.recv_from(&mut buf) {
-                    if from == server {
-                        down.send(Instant::now(), &buf[..len], &back, client);
-                    }
-                }
+    ) -> Result<(), AppError> {
+        let mut flows = self.lock_flows();
+        let full = flows.len() >= MAX_FLOWS;
+        let flow = match flows.entry(client) {
+            Entry::Occupied(open) => open.into_mut(),
+            Entry::Vacant(_) if full => {
+                self.counters.flow_limit_drop();
+                return Ok(());
             }
-        })?);
-        Ok(upstream)
+            Entry::Vacant(new) => new.insert(Flow::open(client, self.flow_context(stop))?),
+        };
+        flow.touch();
+        let upstream = Arc::clone(flow.upstream());
+        drop(flows);
+        self.up
+            .send(Instant::now(), datagram, &upstream, self.options.server);
+        Ok(())
     }
 
-    /// Datagrams forwarded and dropped so far: (up, down).
-    pub fn stats(&self) -> (LinkStats, LinkStats) {
-        (self.up.stats(), self.down.stats())
+    fn flow_context(&self, stop: &Arc<AtomicBool>) -> FlowContext {
+        FlowContext {
+            server: self.options.server,
+            socket_buffer: self.options.socket_buffer(),
+            down: Arc::clone(&self.down),
+            back: Arc::clone(&self.socket),
+            stop: Arc::clone(stop),
+            counters: Arc::clone(&self.counters),
+        }
+    }
+
+    /// Closes the flows idle for the timeout, moving their threads to
+    /// `threads`, and forgets the threads that have ended.
+    fn close_idle_flows(&self, now: Instant, threads: &mut Vec<JoinHandle<()>>) {
+        let timeout = self.options.flow_idle_timeout;
+        let idle: Vec<Flow> = self
+            .lock_flows()
+            .extract_if(|_, flow| flow.idle_for(now) >= timeout)
+            .map(|(_, flow)| flow)
+            .collect();
+        for flow in idle {
+            self.counters.flow_expired();
+            threads.push(flow.close());
+        }
+        // Ended threads need no join; the links' two never end here.
+        threads.retain(|thread| !thread.is_finished());
+    }
+
+    fn lock_flows(&self) -> MutexGuard<'_, HashMap<SocketAddr, Flow>> {
+        // A panicking holder leaves a consistent map.
+        self.flows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the relay did so far.
+    pub fn stats(&self) -> RelayStats {
+        self.counters.snapshot(self.up.stats(), self.down.stats())
+    }
+
+    /// The flows open now.
+    pub fn flows(&self) -> Vec<FlowInfo> {
+        let now = Instant::now();
+        self.lock_flows()
+            .iter()
+            .map(|(client, flow)| flow.info(*client, now))
+            .collect()
     }
 }
 
@@ -197,9 +286,19 @@ impl RelayHandle {
         self.relay.local_addr()
     }
 
-    /// Datagrams forwarded and dropped so far: (up, down).
-    pub fn stats(&self) -> (LinkStats, LinkStats) {
+    /// The kernel buffers the client-facing socket was granted.
+    pub fn buffers(&self) -> BufferSizes {
+        self.relay.buffers()
+    }
+
+    /// What the relay did so far.
+    pub fn stats(&self) -> RelayStats {
         self.relay.stats()
+    }
+
+    /// The flows open now.
+    pub fn flows(&self) -> Vec<FlowInfo> {
+        self.relay.flows()
     }
 }
 

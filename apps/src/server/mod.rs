@@ -24,7 +24,9 @@ use cr_endpoint::{ResumeServer, SharedGuard};
 use crate::app::Protocol;
 use crate::error::AppError;
 use crate::keys::KeyRingWatcher;
-use crate::net::{recv_until, try_recv, Outbox, MAX_DATAGRAM, RECV_BUFFER};
+use crate::net::{
+    recv_until, size_buffers, try_recv, Outbox, MAX_DATAGRAM, RECV_BUFFER, SOCKET_BUFFER_FLOOR,
+};
 use crate::report::ConnectionReport;
 use crate::CongestionControl;
 
@@ -141,6 +143,8 @@ impl Server {
         resume.configure(&mut config)?;
         let socket = UdpSocket::bind(options.listen)
             .map_err(|e| AppError::io(format!("binding {}", options.listen), e))?;
+        // One socket for every client: the kernel must hold their bursts.
+        size_buffers(&socket, SOCKET_BUFFER_FLOOR);
         let local = socket
             .local_addr()
             .map_err(|e| AppError::io("reading the bound address", e))?;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cr_apps::keys::KeyMaterial;
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
 use cr_apps::{ClientOptions, CongestionControl, Protocol, ServerOptions};
 use cr_endpoint::ex_token::{KeyRing, TokenKey};
 
@@ -51,6 +51,7 @@ pub fn relay(listen: SocketAddr, server: SocketAddr, one_way: Duration) -> Relay
         up: link,
         down: link,
         seed: 1,
+        flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
     })
     .expect("relay");
     RelayHandle::spawn(relay).expect("relay threads")
