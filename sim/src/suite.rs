@@ -50,7 +50,8 @@ fn ms(n: u64) -> Duration {
 /// a connection joining a link carried by a long flow, sequences of
 /// connections (the saved capacity converging, kept across a short
 /// connection, and a retreat when the path lost most of its capacity),
-/// small request-response exchanges, and a BBR2 RTT sweep.
+/// small request-response exchanges, a bulk download per controller, and a
+/// BBR2 RTT sweep.
 pub fn cases() -> Vec<Case> {
     let base = Scenario::default();
     let mut cases = vec![Case {
@@ -154,8 +155,32 @@ pub fn cases() -> Vec<Case> {
         },
         small_requests(),
     ]);
+    cases.extend(bulk_per_controller());
     cases.extend(bbr2_sweep());
     cases
+}
+
+/// A 10 MB download at 20 Mbit/s and 20 ms with each controller: where
+/// quiche's default packing sent the most short packets (issue 16).
+pub fn bulk_per_controller() -> Vec<Case> {
+    [
+        CongestionControl::Reno,
+        CongestionControl::Cubic,
+        CongestionControl::Bbr2,
+    ]
+    .into_iter()
+    .map(|cc| Case {
+        name: format!("bulk-10MB-20ms-{}", cc.name()),
+        about: "10 MB at 20 Mbit/s, 20 ms, per controller",
+        scenario: Scenario {
+            rate: Rate::mbit(20),
+            rtt: ms(20),
+            size: 10_000_000,
+            cc,
+            ..Scenario::default()
+        },
+    })
+    .collect()
 }
 
 /// Eight 20 KiB requests at 100 ms, each on its own connection: the
