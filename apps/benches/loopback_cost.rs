@@ -15,12 +15,10 @@
 //! (default 3) downloads per run, `LOOPBACK_ROUNDS` (default 3) runs per
 //! case, whose median is reported.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,91 +47,39 @@ fn setting(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// A `cr-server` process; killed by its PID when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    reports: Receiver<String>,
+#[path = "../tests/support/server_process.rs"]
+mod server_process;
+
+use server_process::ServerProcess;
+
+/// A `cr-server` with controller `cc`, with quiche's packing or not.
+fn start_server(cc: &str, small_packets: bool, scratch: &Path) -> ServerProcess {
+    let key_file = scratch.join(format!("{cc}-{small_packets}.key"));
+    let mut args = vec!["--cc", cc];
+    if small_packets {
+        args.push("--small-packets");
+    }
+    ServerProcess::start(&key_file, args)
 }
 
-impl Server {
-    fn start(cc: &str, small_packets: bool, scratch: &Path) -> Server {
-        let certs = repository().join("certs");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cr-server"));
-        command
-            .args(["--listen", "127.0.0.1:0", "--cc", cc])
-            .arg("--token-key")
-            .arg(scratch.join(format!("{cc}-{small_packets}.key")))
-            .arg("--cert")
-            .arg(certs.join("cert.pem"))
-            .arg("--key")
-            .arg(certs.join("key.pem"))
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if small_packets {
-            command.arg("--small-packets");
-        }
-        let mut child = command.spawn().expect("cr-server starts");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        let addr = loop {
-            line.clear();
-            let read = stderr.read_line(&mut line).expect("cr-server's log");
-            assert!(read > 0, "cr-server exited before listening");
-            let addr = line
-                .split("listening on ")
-                .nth(1)
-                .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|addr| addr.parse().ok());
-            if let Some(addr) = addr {
-                break addr;
-            }
-        };
-        std::thread::spawn(move || for _ in stderr.lines() {});
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let (sender, reports) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                let _ = sender.send(line);
-            }
-        });
-        Server {
-            child,
-            addr,
-            reports,
-        }
-    }
-
-    /// CPU time all of the server's threads have run so far.
-    fn cpu_time(&self) -> Duration {
-        let tasks = PathBuf::from(format!("/proc/{}/task", self.child.id()));
-        let nanos: u64 = std::fs::read_dir(&tasks)
-            .expect("the server's threads")
-            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
-            .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
-            .sum();
-        Duration::from_nanos(nanos)
-    }
-
-    /// The `sent=` of the next connection report.
-    fn packets_of_next_connection(&self) -> u64 {
-        let line = self
-            .reports
-            .recv_timeout(Duration::from_secs(60))
-            .expect("a connection report");
-        line.split_whitespace()
-            .find_map(|field| field.strip_prefix("sent="))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no sent= in {line:?}"))
-    }
+/// CPU time all of `server`'s threads have run so far.
+fn cpu_time(server: &ServerProcess) -> Duration {
+    let tasks = PathBuf::from(format!("/proc/{}/task", server.child.id()));
+    let nanos: u64 = std::fs::read_dir(&tasks)
+        .expect("the server's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The `sent=` of the next connection `server` reports.
+fn packets_of_next_connection(server: &ServerProcess) -> u64 {
+    let line = server.next_report(Duration::from_secs(60));
+    line.split_whitespace()
+        .find_map(|field| field.strip_prefix("sent="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no sent= in {line:?}"))
 }
 
 /// What one case cost the server.
@@ -203,10 +149,10 @@ fn measure(cc: &str, small_packets: bool, relayed: bool, scratch: &Path) -> Cost
             setting("LOOPBACK_DOWNLOADS", 3),
         )
     };
-    let server = Server::start(cc, small_packets, scratch);
+    let server = start_server(cc, small_packets, scratch);
     let relay = relayed.then(|| RelayThread::start(server.addr));
     let target = relay.as_ref().map_or(server.addr, |r| r.addr);
-    let before = server.cpu_time();
+    let before = cpu_time(&server);
     let mut packets = 0;
     for _ in 0..downloads {
         let status = Command::new(env!("CARGO_BIN_EXE_cr-client"))
@@ -221,10 +167,10 @@ fn measure(cc: &str, small_packets: bool, relayed: bool, scratch: &Path) -> Cost
             .status()
             .expect("cr-client runs");
         assert!(status.success(), "cr-client failed: {status}");
-        packets += server.packets_of_next_connection();
+        packets += packets_of_next_connection(&server);
     }
     Cost {
-        cpu: server.cpu_time() - before,
+        cpu: cpu_time(&server) - before,
         packets,
         mib: mib * downloads,
     }

@@ -10,14 +10,13 @@
 //! fixed address, as a fleet sits behind one address: re-pointing the relay
 //! is moving the client to another server.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 mod support;
+
+use support::server_process::ServerProcess;
 
 use cr_apps::keys::KeyMaterial;
 use cr_apps::relay::RelayHandle;
@@ -39,75 +38,29 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// One `cr-server` process; killed (by its PID) when dropped.
-struct ServerProcess {
-    child: Child,
-    addr: SocketAddr,
-    lines: Receiver<String>,
+/// A `cr-server` of the fleet, sharing `key_file` and the guard at `guard`.
+fn start_server(key_file: &Path, guard: &str) -> ServerProcess {
+    let claim_timeout = format!("{}ms", CLAIM_TIMEOUT.as_millis());
+    ServerProcess::start(
+        key_file,
+        [
+            "--guard",
+            guard,
+            "--claim-timeout",
+            &claim_timeout,
+            "--idle-timeout",
+            "5s",
+        ],
+    )
 }
 
-impl ServerProcess {
-    fn start(key_file: &Path, guard: &str) -> ServerProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cr-server"))
-            .args(["--listen", "127.0.0.1:0", "--guard", guard])
-            .arg("--claim-timeout")
-            .arg(format!("{}ms", CLAIM_TIMEOUT.as_millis()))
-            .arg("--token-key")
-            .arg(key_file)
-            .arg("--cert")
-            .arg(support::certs().join("cert.pem"))
-            .arg("--key")
-            .arg(support::certs().join("key.pem"))
-            .args(["--idle-timeout", "5s"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("cr-server starts");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        // The start-up line names the address (log lines may come first).
-        let mut line = String::new();
-        let addr = loop {
-            line.clear();
-            let read = stderr.read_line(&mut line).expect("cr-server's log");
-            assert!(read > 0, "cr-server exited before listening");
-            let addr = line
-                .split("listening on ")
-                .nth(1)
-                .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|addr| addr.parse().ok());
-            if let Some(addr) = addr {
-                break addr;
-            }
-        };
-        // Keep draining the log so the server never blocks on it.
-        std::thread::spawn(move || for _ in stderr.lines() {});
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                let _ = sender.send(line);
-            }
-        });
-        ServerProcess { child, addr, lines }
-    }
-
-    /// The report line of the next connection that ends.
-    fn next_line(&self) -> String {
-        self.lines
-            .recv_timeout(Duration::from_secs(20))
-            .expect("a connection report")
-    }
-
-    fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
+/// The report line of the next connection `server` ends.
+fn next_line(server: &ServerProcess) -> String {
+    server.next_report(Duration::from_secs(20))
 }
 
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn is_running(server: &mut ServerProcess) -> bool {
+    matches!(server.child.try_wait(), Ok(None))
 }
 
 fn relay(listen: SocketAddr, server: SocketAddr) -> RelayHandle {
@@ -153,21 +106,21 @@ fn a_token_from_one_server_resumes_on_another_and_a_set_resumes_once() {
     let redis = RedisServer::start();
     let dir = scratch("two-servers");
     let keys = dir.join("fleet.key");
-    let a = ServerProcess::start(&keys, &redis.url());
-    let b = ServerProcess::start(&keys, &redis.url());
+    let a = start_server(&keys, &redis.url());
+    let b = start_server(&keys, &redis.url());
     let tokens = dir.join("tokens.json");
 
     // Server A serves the first connection and leaves a token.
     let front = relay("127.0.0.1:0".parse().unwrap(), a.addr);
     let address = front.local_addr();
     fetch(address, &tokens);
-    assert!(a.next_line().contains("cr=off: no token"));
+    assert!(next_line(&a).contains("cr=off: no token"));
 
     // The same address now leads to server B, which opens A's token.
     drop(front);
     let front = relay(address, b.addr);
     fetch(address, &tokens);
-    let line = b.next_line();
+    let line = next_line(&b);
     assert!(resumed(&line) && line.contains("cr=engaged"), "{line}");
 
     // One token, two servers at once: exactly one resumes.
@@ -180,7 +133,7 @@ fn a_token_from_one_server_resumes_on_another_and_a_set_resumes_once() {
         s.spawn(|| fetch(address, &snapshot));
         s.spawn(|| fetch(other.local_addr(), &twin));
     });
-    let lines = [a.next_line(), b.next_line()];
+    let lines = [next_line(&a), next_line(&b)];
     assert_eq!(lines.iter().filter(|l| resumed(l)).count(), 1, "{lines:?}");
     assert_eq!(
         lines
@@ -198,21 +151,21 @@ fn a_token_from_one_server_resumes_on_another_and_a_set_resumes_once() {
 fn a_restarted_redis_with_its_append_only_file_still_refuses_a_replay() {
     let mut redis = RedisServer::start_with(RedisServerOptions { appendonly: true });
     let dir = scratch("aof");
-    let a = ServerProcess::start(&dir.join("fleet.key"), &redis.url());
+    let a = start_server(&dir.join("fleet.key"), &redis.url());
     let front = relay("127.0.0.1:0".parse().unwrap(), a.addr);
     let tokens = dir.join("tokens.json");
     fetch(front.local_addr(), &tokens);
-    a.next_line();
+    next_line(&a);
     let replay = dir.join("replay.json");
     std::fs::copy(&tokens, &replay).expect("copy");
 
     fetch(front.local_addr(), &tokens);
-    let line = a.next_line();
+    let line = next_line(&a);
     assert!(resumed(&line), "{line}");
 
     redis.restart();
     fetch(front.local_addr(), &replay);
-    let line = a.next_line();
+    let line = next_line(&a);
     assert!(
         line.contains("cr=off: saved capacity already used"),
         "{line}"
@@ -224,11 +177,11 @@ fn a_restarted_redis_with_its_append_only_file_still_refuses_a_replay() {
 fn with_redis_stopped_slow_or_absent_downloads_complete_without_resuming() {
     let mut redis = RedisServer::start();
     let dir = scratch("faults");
-    let mut a = ServerProcess::start(&dir.join("fleet.key"), &redis.url());
+    let mut a = start_server(&dir.join("fleet.key"), &redis.url());
     let front = relay("127.0.0.1:0".parse().unwrap(), a.addr);
     let tokens = dir.join("tokens.json");
     fetch(front.local_addr(), &tokens);
-    a.next_line();
+    next_line(&a);
     let unused = dir.join("unused.json");
     std::fs::copy(&tokens, &unused).expect("copy");
 
@@ -236,14 +189,14 @@ fn with_redis_stopped_slow_or_absent_downloads_complete_without_resuming() {
     redis.stop();
     let report = fetch(front.local_addr(), &tokens);
     assert_handshake_not_delayed(&report);
-    let line = a.next_line();
+    let line = next_line(&a);
     assert!(guard_unavailable(&line), "{line}");
 
     // Redis back: the server claims again by itself (the set was never
     // recorded while Redis was down, so it is still unused).
     redis.restart();
     fetch(front.local_addr(), &unused);
-    let line = a.next_line();
+    let line = next_line(&a);
     assert!(resumed(&line), "{line}");
 
     // Redis slow: the claim times out, the download goes on.
@@ -259,25 +212,25 @@ fn with_redis_stopped_slow_or_absent_downloads_complete_without_resuming() {
     std::thread::sleep(Duration::from_millis(100));
     let report = fetch(front.local_addr(), &tokens);
     assert_handshake_not_delayed(&report);
-    let line = a.next_line();
+    let line = next_line(&a);
     assert!(guard_unavailable(&line), "{line}");
     sleeper.join().expect("sleeper");
-    assert!(a.is_running());
+    assert!(is_running(&mut a));
 
     // Nothing listening where Redis should be: the server starts and serves.
     let nowhere = {
         let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
         socket.local_addr().expect("address")
     };
-    let mut b = ServerProcess::start(&dir.join("fleet.key"), &format!("redis://{nowhere}"));
+    let mut b = start_server(&dir.join("fleet.key"), &format!("redis://{nowhere}"));
     let to_b = relay("127.0.0.1:0".parse().unwrap(), b.addr);
     let moved = dir.join("moved.json");
     copy_tokens(&tokens, &moved, front.local_addr(), to_b.local_addr());
     let report = fetch(to_b.local_addr(), &moved);
     assert_handshake_not_delayed(&report);
-    let line = b.next_line();
+    let line = next_line(&b);
     assert!(guard_unavailable(&line), "{line}");
-    assert!(a.is_running() && b.is_running());
+    assert!(is_running(&mut a) && is_running(&mut b));
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -286,11 +239,11 @@ fn a_changed_key_ring_file_takes_effect_without_a_restart() {
     let redis = RedisServer::start();
     let dir = scratch("rotation");
     let keys = dir.join("fleet.key");
-    let a = ServerProcess::start(&keys, &redis.url());
+    let a = start_server(&keys, &redis.url());
     let front = relay("127.0.0.1:0".parse().unwrap(), a.addr);
     let tokens = dir.join("tokens.json");
     fetch(front.local_addr(), &tokens);
-    a.next_line();
+    next_line(&a);
     let sealed_with_first_key = dir.join("first-key.json");
     std::fs::copy(&tokens, &sealed_with_first_key).expect("copy");
     let first = std::fs::read_to_string(&keys).expect("the generated ring");
@@ -303,7 +256,7 @@ fn a_changed_key_ring_file_takes_effect_without_a_restart() {
     std::fs::write(&keys, format!("{next}{first}")).expect("ring");
     reread();
     fetch(front.local_addr(), &tokens);
-    let line = a.next_line();
+    let line = next_line(&a);
     assert!(resumed(&line), "{line}");
 
     // Step 2: the first key is dropped; its tokens no longer open, the new
@@ -311,10 +264,10 @@ fn a_changed_key_ring_file_takes_effect_without_a_restart() {
     std::fs::write(&keys, &next).expect("ring");
     reread();
     fetch(front.local_addr(), &sealed_with_first_key);
-    let line = a.next_line();
+    let line = next_line(&a);
     assert!(line.contains("unknown key id 0"), "{line}");
     fetch(front.local_addr(), &tokens);
-    let line = a.next_line();
+    let line = next_line(&a);
     assert!(line.contains("token=valid"), "{line}");
     std::fs::remove_dir_all(dir).ok();
 }

@@ -1,7 +1,10 @@
 //! What the programs' integration tests share: the test certificate, a
-//! server with a fresh key, the relay's link and a client's options.
+//! server with a fresh key, the relay's link, a client's options, and a
+//! `cr-server` process.
 //! Each test binary uses part of it.
 #![allow(dead_code)]
+
+pub mod server_process;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
