@@ -50,8 +50,8 @@ fn ms(n: u64) -> Duration {
 /// a connection joining a link carried by a long flow, sequences of
 /// connections (the saved capacity converging, kept across a short
 /// connection, and a retreat when the path lost most of its capacity),
-/// small request-response exchanges, a bulk download per controller, and a
-/// BBR2 RTT sweep.
+/// small request-response exchanges, a bulk download per controller, a
+/// BBR2 RTT sweep, and the capacity drop with BBR2.
 pub fn cases() -> Vec<Case> {
     let base = Scenario::default();
     let mut cases = vec![Case {
@@ -157,7 +157,24 @@ pub fn cases() -> Vec<Case> {
     ]);
     cases.extend(bulk_per_controller());
     cases.extend(bbr2_sweep());
+    cases.push(with_bbr2(capacity_drop()));
     cases
+}
+
+/// `case` with BBR2 for every connection (issue 14: a capacity drop within
+/// 1.1 x its baseline). BBR2's `competing-flow` is not in the suite: its
+/// three runs took 3 minutes of wall time (two BBR2 flows for over 50 s of
+/// virtual time; the 10 s bound per scenario of issue 14 rules it out until
+/// the simulator is faster).
+pub fn with_bbr2(case: Case) -> Case {
+    Case {
+        name: format!("bbr2-{}", case.name),
+        scenario: Scenario {
+            cc: CongestionControl::Bbr2,
+            ..case.scenario
+        },
+        ..case
+    }
 }
 
 /// A 10 MB download at 20 Mbit/s and 20 ms with each controller: where
