@@ -196,6 +196,12 @@ fn run(command: Command) -> Result<(), String> {
                 print!("{}", suite::render(&results));
                 println!("\nsender efficiency (last connection, resumed; \"quiche\": the same run with quiche's default packet sizes):\n");
                 print!("{}", suite::render_packing(&results));
+                if let Some(slowest) = results.iter().max_by(|a, b| a.wall_s.total_cmp(&b.wall_s)) {
+                    println!(
+                        "\nslowest session: {} ({:.1} s of wall time)",
+                        slowest.name, slowest.wall_s
+                    );
+                }
             }
             let failed = results
                 .iter()

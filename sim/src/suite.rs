@@ -51,7 +51,7 @@ fn ms(n: u64) -> Duration {
 /// connections (the saved capacity converging, kept across a short
 /// connection, and a retreat when the path lost most of its capacity),
 /// small request-response exchanges, a bulk download per controller, a
-/// BBR2 RTT sweep, and the capacity drop with BBR2.
+/// BBR2 RTT sweep, and the capacity drop and competing flow with BBR2.
 pub fn cases() -> Vec<Case> {
     let base = Scenario::default();
     let mut cases = vec![Case {
@@ -157,15 +157,12 @@ pub fn cases() -> Vec<Case> {
     ]);
     cases.extend(bulk_per_controller());
     cases.extend(bbr2_sweep());
-    cases.push(with_bbr2(capacity_drop()));
+    cases.extend([capacity_drop(), competing_flow()].map(with_bbr2));
     cases
 }
 
 /// `case` with BBR2 for every connection (issue 14: a capacity drop within
-/// 1.1 x its baseline). BBR2's `competing-flow` is not in the suite: its
-/// three runs took 3 minutes of wall time (two BBR2 flows for over 50 s of
-/// virtual time; the 10 s bound per scenario of issue 14 rules it out until
-/// the simulator is faster).
+/// 1.1 x its baseline, a competing flow keeping half its throughput).
 pub fn with_bbr2(case: Case) -> Case {
     Case {
         name: format!("bbr2-{}", case.name),
@@ -295,6 +292,9 @@ pub struct CaseResult {
     /// The resumed session with `--small-packets`: how quiche packs data by
     /// default, for comparison.
     pub small_packets: Result<Report, String>,
+    /// Wall time of the slowest of the three sessions, in seconds (issue
+    /// 14 asks for at most 10 on a two-core machine).
+    pub wall_s: f64,
 }
 
 impl CaseResult {
@@ -359,17 +359,23 @@ pub fn run(cases: Vec<Case>) -> Vec<CaseResult> {
             ]
         })
         .collect();
-    let mut reports = run_parallel(jobs, threads, |s| report(&s)).into_iter();
+    let timed = |s: Scenario| {
+        let started = std::time::Instant::now();
+        (report(&s), started.elapsed().as_secs_f64())
+    };
+    let mut reports = run_parallel(jobs, threads, timed).into_iter();
     cases
         .into_iter()
         .map(|case| {
-            let failed = || Err("not run".to_string());
+            let mut next = || reports.next().unwrap_or((Err("not run".to_string()), 0.0));
+            let [(resumed, a), (baseline, b), (small_packets, c)] = [next(), next(), next()];
             CaseResult {
                 name: case.name,
                 about: case.about,
-                resumed: reports.next().unwrap_or_else(failed),
-                baseline: reports.next().unwrap_or_else(failed),
-                small_packets: reports.next().unwrap_or_else(failed),
+                resumed,
+                baseline,
+                small_packets,
+                wall_s: (a.max(b).max(c) * 1000.0).round() / 1000.0,
             }
         })
         .collect()

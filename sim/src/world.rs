@@ -9,6 +9,7 @@
 use std::cmp::Ordering;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::net::Ipv4Addr;
 use std::net::SocketAddr;
@@ -43,7 +44,7 @@ const CLOSE_NO_ERROR: u64 = 0x100;
 const MAX_STEPS_AT_ONE_INSTANT: u32 = 100_000;
 
 /// Which way a datagram goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Direction {
     ToServer,
     ToClient,
@@ -101,6 +102,12 @@ struct Network {
     to_client: Link,
     events: BinaryHeap<Reverse<Event>>,
     seq: u64,
+    /// The earliest pacer wake-up queued for each sender (flow, connection,
+    /// direction): one is enough, as it sends what is due and queues the
+    /// next. Without this, every ACK that finds the pacer waiting queued
+    /// another wake-up for the same moment, each of those queued one more,
+    /// and a paced sender (BBR2) drowned the queue in copies.
+    wakes: HashMap<(usize, u64, Direction), SimTime>,
 }
 
 impl Network {
@@ -151,9 +158,19 @@ impl Network {
                 if release > horizon {
                     let wake = self
                         .clock
-                        .sim_time(release - conn.max_release_into_future());
+                        .sim_time(release - conn.max_release_into_future())
+                        .max(self.now.sim);
+                    let sender = (flow, generation, direction);
+                    if self
+                        .wakes
+                        .get(&sender)
+                        .is_some_and(|&queued| queued <= wake)
+                    {
+                        return Ok(sent);
+                    }
+                    self.wakes.insert(sender, wake);
                     self.schedule(Event {
-                        at: wake.max(self.now.sim),
+                        at: wake,
                         seq: 0,
                         happening: Happening::Wake,
                         flow,
@@ -288,6 +305,7 @@ impl World {
                 to_client,
                 events: BinaryHeap::new(),
                 seq: 0,
+                wakes: HashMap::new(),
             },
             flows: Vec::new(),
         }
@@ -549,10 +567,16 @@ impl World {
                 Direction::ToServer => self.deliver_to_server(event.flow, event.bytes),
                 Direction::ToClient => self.deliver_to_client(event.flow, event.bytes),
             },
-            Happening::Wake => match event.direction {
-                Direction::ToServer => self.service_client(event.flow),
-                Direction::ToClient => self.service_server(event.flow),
-            },
+            Happening::Wake => {
+                let sender = (event.flow, event.generation, event.direction);
+                if self.network.wakes.get(&sender) == Some(&event.at) {
+                    self.network.wakes.remove(&sender);
+                }
+                match event.direction {
+                    Direction::ToServer => self.service_client(event.flow),
+                    Direction::ToClient => self.service_server(event.flow),
+                }
+            }
         }
     }
 
