@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cr_apps::relay::{LinkConfig, Relay, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
+use cr_apps::relay::{LinkConfig, Relay, RelayOptions};
 
 /// The emulated path of the second table: 20 Mbit/s, 20 ms, one BDP of
 /// queue per direction.
@@ -108,15 +108,9 @@ struct RelayThread {
 
 impl RelayThread {
     fn start(server: SocketAddr) -> RelayThread {
-        let relay = Relay::bind(RelayOptions {
-            listen: "127.0.0.1:0".parse().expect("an address"),
-            server,
-            up: RELAYED,
-            down: RELAYED,
-            seed: 1,
-            flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
-        })
-        .expect("the relay binds");
+        let listen = "127.0.0.1:0".parse().expect("an address");
+        let relay =
+            Relay::bind(RelayOptions::symmetric(listen, server, RELAYED)).expect("the relay binds");
         let stop = Arc::new(AtomicBool::new(false));
         let running = Arc::clone(&stop);
         let addr = relay.local_addr();

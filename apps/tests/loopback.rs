@@ -7,7 +7,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
 use cr_apps::{download, ClientOptions, PresentedToken, Protocol, Server, ServerHandle};
 
 fn server() -> ServerHandle {
@@ -76,14 +76,11 @@ fn the_relay_delays_both_directions() {
         loss: 0.0,
     };
     let relay = RelayHandle::spawn(
-        Relay::bind(RelayOptions {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            server: server.local_addr(),
-            up: link,
-            down: link,
-            seed: 1,
-            flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
-        })
+        Relay::bind(RelayOptions::symmetric(
+            "127.0.0.1:0".parse().expect("address"),
+            server.local_addr(),
+            link,
+        ))
         .expect("relay"),
     )
     .expect("relay threads");

@@ -16,6 +16,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::rate::bytes_per_second;
+
 /// A train must acknowledge at least this much (about 20 packets) to count.
 const MIN_TRAIN_BYTES: usize = 24_000;
 
@@ -52,8 +54,7 @@ impl AckTrain {
         self.bytes = self.bytes.saturating_add(acked_bytes);
         let span = now.saturating_duration_since(start);
         if span >= min_rtt / 8 && self.bytes >= MIN_TRAIN_BYTES && !span.is_zero() {
-            let rate = self.bytes as u128 * 1_000_000_000 / span.as_nanos();
-            self.max_rate = self.max_rate.max(u64::try_from(rate).unwrap_or(u64::MAX));
+            self.max_rate = self.max_rate.max(bytes_per_second(self.bytes, span));
         }
     }
 

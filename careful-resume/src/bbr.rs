@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use crate::events::{Ack, Congestion, PacketSent};
 use crate::params::{Config, SavedState};
 use crate::phase::{Phase, Transition, Trigger};
+use crate::rate::bytes_per_second;
 use crate::recon::{Reconnaissance, Verdict};
 
 /// What BBR must do after a [`BbrResume`] event.
@@ -198,9 +199,7 @@ impl BbrResume {
         if !matches!(self.phase, Phase::Unvalidated | Phase::Validating) {
             return None;
         }
-        let nanos = self.current_rtt.as_nanos().max(1);
-        let rate = self.jump_window as u128 * 1_000_000_000 / nanos;
-        Some(u64::try_from(rate).unwrap_or(u64::MAX))
+        Some(bytes_per_second(self.jump_window, self.current_rtt))
     }
 
     /// The pacing rate BBR must use given its own Startup rate

@@ -124,6 +124,7 @@ mod min_filter;
 mod observe;
 mod params;
 mod phase;
+mod rate;
 mod recon;
 mod resume;
 

@@ -58,6 +58,7 @@ use std::time::{Duration, Instant};
 use crate::ack_train::AckTrain;
 use crate::min_filter::WindowedMin;
 use crate::phase::{Transition, Trigger};
+use crate::rate::bytes_in;
 
 /// An emission needs the estimate to have grown by this fraction (1/4).
 const GROWTH_DIVISOR: usize = 4;
@@ -295,8 +296,7 @@ impl Observer {
         };
         let delivery = self.max_delivery_rate;
         let rate = delivery.max(self.ack_train.max_rate().min(delivery.saturating_mul(2)));
-        let bytes = u128::from(rate) * rtt.as_nanos() / 1_000_000_000;
-        usize::try_from(bytes).unwrap_or(usize::MAX)
+        bytes_in(rate, rtt)
     }
 
     fn candidate(&self, saved_cwnd: usize, now: Instant, settled: bool) -> Option<Observation> {

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use crate::events::{Ack, Congestion, PacketSent};
 use crate::params::{Config, SavedState};
 use crate::phase::{Phase, Transition, Trigger, WindowControl};
+use crate::rate::{bytes_in, bytes_per_second};
 use crate::recon::{Reconnaissance, Verdict};
 
 /// The path delivered the jump slower than it was paced when its ACKs came
@@ -50,8 +51,8 @@ pub struct CarefulResume {
     /// ACK of an unvalidated packet.
     jump_delivery_start: Option<(usize, Instant)>,
     /// The capacity the jump's ACKs showed while it is being validated, for
-    /// the controller to end slow start at ([`CarefulResume::take_slow_start_limit`]):
-    /// `None` until shown; taken once.
+    /// the controller to end slow start at
+    /// ([`CarefulResume::take_slow_start_limit`]); taken once.
     slow_start_limit: SlowStartLimit,
     current_rtt: Duration,
     saved_set_consumed: bool,
@@ -160,11 +161,7 @@ impl CarefulResume {
             },
             Phase::Unvalidated => {
                 self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
-                let first_acked = match (ack.largest_acked, self.first_unvalidated_pn) {
-                    (Some(acked), Some(first)) => acked >= first,
-                    _ => false,
-                };
-                if first_acked {
+                if self.acknowledges_unvalidated(ack.largest_acked) {
                     self.jump_delivery_start = Some((self.pipesize, ack.now));
                     self.leave_unvalidated(
                         Trigger::FirstUnvalidatedPacketAcknowledged,
@@ -186,8 +183,7 @@ impl CarefulResume {
                 }
                 if self.slow_start_limit == SlowStartLimit::Unknown {
                     if let Some(capacity) = self.capacity_shown_by_the_jump(ack) {
-                        let limit = capacity.max(self.config.initial_window());
-                        self.slow_start_limit = SlowStartLimit::Shown(limit);
+                        self.slow_start_limit = SlowStartLimit::Shown(capacity);
                     }
                 }
                 if self.covers_last_unvalidated(ack) {
@@ -199,10 +195,9 @@ impl CarefulResume {
                     // avoidance. (Slow-starting on from a window this large
                     // doubles it past the path into a burst of loss the first
                     // connection never had.)
-                    let ssthresh = match self.capacity_shown_by_the_jump(ack) {
-                        Some(capacity) => capacity.max(self.config.initial_window()),
-                        None => self.pipesize.max(self.saved.cwnd),
-                    };
+                    let ssthresh = self
+                        .capacity_shown_by_the_jump(ack)
+                        .unwrap_or_else(|| self.pipesize.max(self.saved.cwnd));
                     let trigger = Trigger::LastUnvalidatedPacketAcknowledged;
                     Some(self.end(trigger, None, Some(ssthresh), ack.now))
                 } else {
@@ -286,9 +281,7 @@ impl CarefulResume {
         if self.phase != Phase::Unvalidated {
             return None;
         }
-        let nanos = self.current_rtt.as_nanos().max(1);
-        let rate = self.jump_window as u128 * 1_000_000_000 / nanos;
-        Some(u64::try_from(rate).unwrap_or(u64::MAX).max(1))
+        Some(bytes_per_second(self.jump_window, self.current_rtt).max(1))
     }
 
     /// While unvalidated, the gap to leave after a packet of `bytes`:
@@ -361,9 +354,7 @@ impl CarefulResume {
             Verdict::Ready => {
                 self.pipesize = bytes_in_flight;
                 self.unvalidated_since = Some(now);
-                let nanos = self.current_rtt.as_nanos().max(1);
-                let rate = self.jump_window as u128 * 1_000_000_000 / nanos;
-                self.jump_rate = u64::try_from(rate).unwrap_or(u64::MAX);
+                self.jump_rate = bytes_per_second(self.jump_window, self.current_rtt);
                 Some(self.change(
                     Phase::Unvalidated,
                     Trigger::CongestionWindowLimited,
@@ -404,20 +395,21 @@ impl CarefulResume {
 
     /// The capacity the path showed while delivering the jump, when it
     /// delivered it markedly slower than the pacer sent it: the rate at which
-    /// the jump's packets were acknowledged, times the min RTT. `None` when
-    /// the path kept up with the pacer, which is then all the ACKs show.
+    /// the jump's packets were acknowledged, times the min RTT, never below
+    /// IW. `None` when the path kept up with the pacer, which is then all
+    /// the ACKs show.
     fn capacity_shown_by_the_jump(&self, ack: &Ack) -> Option<usize> {
         let (pipesize_then, since) = self.jump_delivery_start?;
         let elapsed = ack.now.checked_duration_since(since)?;
         if elapsed < self.current_rtt / 4 {
             return None; // too short a train to measure a rate
         }
-        let delivered = self.pipesize.saturating_sub(pipesize_then) as u128;
-        let rate = delivered * 1_000_000_000 / elapsed.as_nanos().max(1);
-        let slower =
-            rate * PATH_LIMITED_RATIO.1 < u128::from(self.jump_rate) * PATH_LIMITED_RATIO.0;
-        let capacity = rate * ack.min_rtt.as_nanos() / 1_000_000_000;
-        slower.then(|| usize::try_from(capacity).unwrap_or(usize::MAX))
+        let rate = bytes_per_second(self.pipesize.saturating_sub(pipesize_then), elapsed);
+        let (num, den) = PATH_LIMITED_RATIO;
+        if u128::from(rate) * den >= u128::from(self.jump_rate) * num {
+            return None;
+        }
+        Some(bytes_in(rate, ack.min_rtt).max(self.config.initial_window()))
     }
 
     fn covers_last_unvalidated(&self, ack: &Ack) -> bool {

@@ -17,7 +17,6 @@ use serde::Serialize;
 use crate::choices::CongestionControl;
 use crate::error::SimError;
 use crate::packing::PackingReport;
-use crate::report::ConnectionReport;
 use crate::report::Report;
 use crate::scenario::Competing;
 use crate::scenario::Scenario;
@@ -430,39 +429,34 @@ pub fn render_packing(results: &[CaseResult]) -> String {
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|r| {
-            let last = |run: &Result<Report, String>| run.as_ref().ok().map(|x| x.last().clone());
-            let (now, before) = (last(&r.resumed), last(&r.small_packets));
-            let packing = |c: &Option<ConnectionReport>| c.as_ref().and_then(|c| c.packing.clone());
-            let (p_now, p_before) = (packing(&now), packing(&before));
-            let count = |p: &Option<PackingReport>, f: fn(&PackingReport) -> u64| {
-                p.as_ref().map_or("-".into(), |p| f(p).to_string())
+            let now = r.resumed.as_ref().ok().map(Report::last);
+            let before = r.small_packets.as_ref().ok().map(Report::last);
+            let p_now = now.and_then(|c| c.packing.as_ref());
+            let p_before = before.and_then(|c| c.packing.as_ref());
+            let cell = |p: Option<&PackingReport>, show: fn(&PackingReport) -> String| {
+                p.map_or_else(|| "-".to_string(), show)
             };
-            let share = |p: &Option<PackingReport>| {
-                p.as_ref().map_or("-".into(), |p| {
-                    format!("{:.0}%", p.below_90pct_share * 100.0)
-                })
-            };
-            let completion = |c: &Option<ConnectionReport>| c.as_ref().and_then(|c| c.completion_s);
-            let slower = match (completion(&now), completion(&before)) {
+            let slower = match (
+                now.and_then(|c| c.completion_s),
+                before.and_then(|c| c.completion_s),
+            ) {
                 (Some(a), Some(b)) if b > 0.0 => format!("{:+.1}%", (a / b - 1.0) * 100.0),
                 _ => "-".into(),
             };
+            let short = |p: &PackingReport| format!("{:.0}%", p.below_90pct_share * 100.0);
+            let wire = |p: &PackingReport| format!("{:.3}", p.wire_bytes_per_body_byte);
             vec![
                 r.name.clone(),
-                count(&p_now, |p| p.stream_packets_needed),
-                count(&p_now, |p| p.stream_packets),
-                count(&p_before, |p| p.stream_packets),
-                table::times(p_now.as_ref().map(|p| p.stream_packet_ratio)),
-                table::times(p_before.as_ref().map(|p| p.stream_packet_ratio)),
-                count(&p_now, |p| p.control_packets),
-                share(&p_now),
-                share(&p_before),
-                p_now
-                    .as_ref()
-                    .map_or("-".into(), |p| format!("{:.3}", p.wire_bytes_per_body_byte)),
-                p_before
-                    .as_ref()
-                    .map_or("-".into(), |p| format!("{:.3}", p.wire_bytes_per_body_byte)),
+                cell(p_now, |p| p.stream_packets_needed.to_string()),
+                cell(p_now, |p| p.stream_packets.to_string()),
+                cell(p_before, |p| p.stream_packets.to_string()),
+                table::times(p_now.map(|p| p.stream_packet_ratio)),
+                table::times(p_before.map(|p| p.stream_packet_ratio)),
+                cell(p_now, |p| p.control_packets.to_string()),
+                cell(p_now, short),
+                cell(p_before, short),
+                cell(p_now, wire),
+                cell(p_before, wire),
                 slower,
             ]
         })

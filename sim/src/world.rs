@@ -406,6 +406,9 @@ impl World {
     pub fn retire_connection(&mut self, flow: usize) -> Option<ConnectionRecord> {
         let f = self.flows.get_mut(flow)?;
         let pair = f.pair.take()?;
+        self.network
+            .wakes
+            .retain(|&(f, generation, _), _| (f, generation) != (flow, pair.generation));
         let token_left = f.client.next_saved_set(f.server_addr);
         let server_stats = pair.server.as_ref().map(|s| s.conn_ref().stats());
         let server_qlog = pair.server.as_ref().map(|s| s.qlog().clone());

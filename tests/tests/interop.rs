@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
 use cr_apps::{
     download, ClientOptions, CongestionControl, ConnectionReport, PresentedToken, Protocol, Server,
     ServerHandle, ServerOptions,
@@ -87,15 +87,9 @@ fn start_relay(server: &ServerHandle) -> RelayHandle {
         queue_bytes: bdp,
         loss: 0.0,
     };
-    let relay = Relay::bind(RelayOptions {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        server: server.local_addr(),
-        up: link,
-        down: link,
-        seed: 1,
-        flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
-    })
-    .expect("relay");
+    let listen = "127.0.0.1:0".parse().expect("address");
+    let relay =
+        Relay::bind(RelayOptions::symmetric(listen, server.local_addr(), link)).expect("relay");
     RelayHandle::spawn(relay).expect("relay threads")
 }
 

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Buf, Bytes};
 use cr_apps::keys::KeyMaterial;
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
 use cr_apps::CongestionControl;
 use cr_endpoint::careful_resume::Phase;
 use cr_endpoint::ex_token::{
@@ -213,12 +213,12 @@ fn a_quinn_client_resumes_on_a_tokio_quiche_server_and_finishes_sooner() {
     };
     let relay = RelayHandle::spawn(
         Relay::bind(RelayOptions {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            server: fixture.server,
-            up: link,
-            down: link,
             seed: 7,
-            flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
+            ..RelayOptions::symmetric(
+                "127.0.0.1:0".parse().expect("address"),
+                fixture.server,
+                link,
+            )
         })
         .expect("relay"),
     )

@@ -67,6 +67,20 @@ pub struct RelayOptions {
 }
 
 impl RelayOptions {
+    /// A relay from `listen` to `server` with the same `link` both ways,
+    /// losses seeded with 1 and flows closed after
+    /// [`DEFAULT_FLOW_IDLE_TIMEOUT`].
+    pub fn symmetric(listen: SocketAddr, server: SocketAddr, link: LinkConfig) -> RelayOptions {
+        RelayOptions {
+            listen,
+            server,
+            up: link,
+            down: link,
+            seed: 1,
+            flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
+        }
+    }
+
     /// Kernel buffer to ask for each of the relay's sockets: what the path
     /// holds at once in either direction, its queue and a round trip at its
     /// rate (the most a sender's window puts in flight, and so the largest

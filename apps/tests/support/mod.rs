@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cr_apps::keys::KeyMaterial;
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
+use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
 use cr_apps::{ClientOptions, CongestionControl, Protocol, ServerOptions};
 use cr_endpoint::ex_token::{KeyRing, TokenKey};
 
@@ -48,15 +48,7 @@ pub fn relay(listen: SocketAddr, server: SocketAddr, one_way: Duration) -> Relay
         queue_bytes: 256 * 1024,
         loss: 0.0,
     };
-    let relay = Relay::bind(RelayOptions {
-        listen,
-        server,
-        up: link,
-        down: link,
-        seed: 1,
-        flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
-    })
-    .expect("relay");
+    let relay = Relay::bind(RelayOptions::symmetric(listen, server, link)).expect("relay");
     RelayHandle::spawn(relay).expect("relay threads")
 }
 
