@@ -8,9 +8,9 @@
 //! reads no clock (time is an argument), does no I/O, allocates nothing and
 //! knows nothing of any QUIC stack.
 //!
-//! - [`CarefulResume`]: the state machine for window-based controllers
-//!   (Reno, CUBIC).
-//! - [`BbrResume`]: the same for BBR (the RFC's appendix).
+//! - [`CarefulResume`]: the state machine, for window-based controllers
+//!   (Reno, CUBIC) and, by the RFC's appendix, rate-based ones (BBR:
+//!   [`CarefulResume::new_rate_based`], [`RateControl`]).
 //! - [`Observer`]: the observing policy of the earlier connection: what to
 //!   save, and when.
 //!
@@ -79,7 +79,10 @@
 //! - the effective window is `window().map_or(cwnd, |w| w.apply(cwnd))`;
 //! - skip the controller's window growth when `suppresses_growth()`;
 //! - while unvalidated, pace with [`CarefulResume::pacing_rate`] (computed
-//!   from the current RTT) and release no burst above `max_burst()`.
+//!   from the current RTT) and release no burst above `max_burst()`;
+//! - for a rate-based controller, apply [`CarefulResume::rate_control`]
+//!   instead of a window, and call [`CarefulResume::on_startup_over`] if it
+//!   leaves Startup before the jump.
 //!
 //! ```
 //! use std::time::{Duration, Instant};
@@ -118,7 +121,6 @@
 //! ```
 
 mod ack_train;
-mod bbr;
 mod events;
 mod min_filter;
 mod observe;
@@ -128,9 +130,8 @@ mod rate;
 mod recon;
 mod resume;
 
-pub use bbr::{BbrAction, BbrResume};
 pub use events::{Ack, Congestion, PacketSent};
 pub use observe::{CapacitySample, Observation, Observer, ObserverConfig};
 pub use params::{Beta, Config, ConfigError, InitialData, SavedState};
-pub use phase::{Phase, Transition, Trigger, WindowControl};
+pub use phase::{Phase, RateControl, Transition, Trigger, WindowControl};
 pub use resume::CarefulResume;

@@ -114,6 +114,55 @@ pub struct Transition {
     pub at: Instant,
 }
 
+/// How Careful Resume steers a rate-based controller (BBR, RFC 9959's
+/// appendix) while it acts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateControl {
+    /// The two rounds after the jump (Unvalidated, then Validating), while
+    /// the appendix's *carefully resuming* flag is set: pace at no less than
+    /// `probing_rate` (bytes per second; the jump window over the current
+    /// RTT) and size the window from max(bandwidth estimate, probing_rate)
+    /// x min RTT x Startup's window gain.
+    Probe {
+        /// The probing rate in bytes per second.
+        probing_rate: u64,
+        /// While Validating, the rate at which the jump's packets are being
+        /// acknowledged (bytes per second, measured over at least a quarter
+        /// of an RTT of ACKs): a delivery-rate sample of the whole ACK
+        /// train, which BBR's own samples only show a round later (each
+        /// spans the round trip before the jump's first ACK).
+        delivery_rate: Option<u64>,
+    },
+    /// Safe Retreat: congestion was seen while carefully resuming. Leave
+    /// Startup for Drain now, and discard delivery-rate samples until the
+    /// retreat ends: they measure the jump, not the path.
+    Retreat,
+    /// Safe Retreat has ended: take `validated_rate` (bytes per second,
+    /// PipeSize x Beta over the current RTT, the capacity the jump
+    /// validated) as a bandwidth sample, the counterpart of the window-based
+    /// controllers' ssthresh of PipeSize x Beta; samples count again.
+    /// Without it BBR would go on from the estimate it had before the jump,
+    /// from one initial window. A project choice: RFC 9959's appendix says
+    /// nothing of the end of Drain.
+    Retreated {
+        /// The validated rate in bytes per second.
+        validated_rate: u64,
+    },
+    /// What the path carries is known: Startup may end once the bandwidth
+    /// estimate comes near `rate` rather than grow the window to twice the
+    /// path into a standing queue. After a validated jump, the saved rate
+    /// (the saved window over the saved RTT), which the earlier connection
+    /// showed the path carries; while validating a jump whose ACKs come
+    /// markedly slower than it was paced, the rate they show, and the
+    /// probing rate no longer applies. The counterpart of the window-based
+    /// controllers' slow start ending at the saved window or at the capacity
+    /// the jump showed; a project choice, not in RFC 9959's appendix.
+    EndStartupAt {
+        /// The rate in bytes per second.
+        rate: u64,
+    },
+}
+
 /// How Careful Resume constrains the congestion window while it holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowControl {

@@ -1,10 +1,11 @@
-//! The window-based Careful Resume state machine (RFC 9959, section 4).
+//! The Careful Resume state machine (RFC 9959, section 4), for window-based
+//! controllers and, as the RFC's appendix describes, for rate-based ones.
 
 use std::time::{Duration, Instant};
 
 use crate::events::{Ack, Congestion, PacketSent};
 use crate::params::{Config, SavedState};
-use crate::phase::{Phase, Transition, Trigger, WindowControl};
+use crate::phase::{Phase, RateControl, Transition, Trigger, WindowControl};
 use crate::rate::{bytes_in, bytes_per_second};
 use crate::recon::{Reconnaissance, Verdict};
 
@@ -31,9 +32,26 @@ enum SlowStartLimit {
 /// Reconnaissance. Feed it every event; each returns the [`Transition`] to
 /// apply, if the phase changed. Once [`CarefulResume::is_active`] is false it
 /// never acts again.
+///
+/// # Rate-based controllers (BBR)
+///
+/// Made with [`CarefulResume::new_rate_based`], it follows RFC 9959's
+/// appendix: BBR keeps its own state machine and window, and Careful Resume
+/// raises its rates for two rounds of Startup instead of fixing a window
+/// ([`CarefulResume::rate_control`]). The jump starts when Reconnaissance is
+/// satisfied (BBR must still be in Startup:
+/// [`CarefulResume::on_startup_over`]); its first round, ended by the ACK
+/// of the first packet it sent, is Unvalidated, its second, ended by the ACK
+/// of the last packet the first round sent, is Validating: the phases and
+/// qlog events of the window-based controllers. Congestion during them is a
+/// Safe Retreat: BBR enters Drain and discards delivery-rate samples until
+/// the packets of the jump are acknowledged.
 #[derive(Clone, Debug)]
 pub struct CarefulResume {
     config: Config,
+    /// Steers a rate-based controller (RFC 9959's appendix) instead of
+    /// holding a window.
+    rate_based: bool,
     saved: SavedState,
     jump_window: usize,
     phase: Phase,
@@ -45,11 +63,20 @@ pub struct CarefulResume {
     first_unvalidated_pn: Option<u64>,
     last_unvalidated_pn: Option<u64>,
     unvalidated_since: Option<Instant>,
+    /// Bytes sent while unvalidated: the round a rate-based jump filled.
+    unvalidated_sent: usize,
+    /// PipeSize when the jump was taken.
+    pipesize_at_jump: usize,
     /// The jump's pacing rate, bytes per second, fixed when it started.
     jump_rate: u64,
     /// How the path delivered the jump: PipeSize and the time at the first
     /// ACK of an unvalidated packet.
     jump_delivery_start: Option<(usize, Instant)>,
+    /// The rate the jump's ACKs arrive at, once measured (bytes per second).
+    jump_ack_rate: Option<u64>,
+    /// The rate the jump's ACKs first showed the path carries when it came
+    /// markedly below the jump's pacing rate (bytes per second).
+    path_rate: Option<u64>,
     /// The capacity the jump's ACKs showed while it is being validated, for
     /// the controller to end slow start at
     /// ([`CarefulResume::take_slow_start_limit`]); taken once.
@@ -68,6 +95,7 @@ impl CarefulResume {
     pub fn new(config: Config, saved: SavedState) -> Self {
         CarefulResume {
             config,
+            rate_based: false,
             saved,
             jump_window: config.jump_window(&saved),
             phase: Phase::Reconnaissance,
@@ -78,14 +106,42 @@ impl CarefulResume {
             first_unvalidated_pn: None,
             last_unvalidated_pn: None,
             unvalidated_since: None,
+            unvalidated_sent: 0,
+            pipesize_at_jump: 0,
             jump_rate: 0,
             jump_delivery_start: None,
+            jump_ack_rate: None,
+            path_rate: None,
             slow_start_limit: SlowStartLimit::Unknown,
             current_rtt: saved.rtt,
             saved_set_consumed: false,
             claim_pending: false,
             history: Vec::with_capacity(4),
         }
+    }
+
+    /// Starts Reconnaissance for a connection of a rate-based controller
+    /// (BBR) resuming from `saved`: see the type's documentation.
+    pub fn new_rate_based(config: Config, saved: SavedState) -> Self {
+        CarefulResume {
+            rate_based: true,
+            ..CarefulResume::new(config, saved)
+        }
+    }
+
+    /// Whether this steers a rate-based controller
+    /// ([`CarefulResume::new_rate_based`]).
+    #[inline]
+    pub fn is_rate_based(&self) -> bool {
+        self.rate_based
+    }
+
+    /// Call, for a rate-based controller, when it has left Startup (found
+    /// the path's bandwidth, or saw loss) before the jump: unvalidated data
+    /// is only sent in Startup, and there is nothing left to gain.
+    pub fn on_startup_over(&mut self, now: Instant) -> Option<Transition> {
+        (self.rate_based && self.phase == Phase::Reconnaissance)
+            .then(|| self.end(Trigger::CongestionWindowLimited, None, None, now))
     }
 
     /// Holds the jump until the one-user-per-set guard has answered
@@ -130,8 +186,10 @@ impl CarefulResume {
             }
             Phase::Unvalidated => {
                 self.first_unvalidated_pn.get_or_insert(sent.pn);
+                self.unvalidated_sent = self.unvalidated_sent.saturating_add(sent.bytes);
                 let room = self.jump_window.saturating_sub(sent.bytes_in_flight);
-                if room < self.config.max_datagram_size() {
+                // A rate-based jump lasts a round, whatever the flight.
+                if !self.rate_based && room < self.config.max_datagram_size() {
                     self.leave_unvalidated(
                         Trigger::LastUnvalidatedPacketSent,
                         sent.bytes_in_flight,
@@ -181,8 +239,11 @@ impl CarefulResume {
                 {
                     self.jump_delivery_start = Some((self.pipesize, ack.now));
                 }
+                self.jump_ack_rate = self.jump_ack_rate(ack).or(self.jump_ack_rate);
                 if self.slow_start_limit == SlowStartLimit::Unknown {
-                    if let Some(capacity) = self.capacity_shown_by_the_jump(ack) {
+                    if let Some(rate) = self.path_limited_rate(ack) {
+                        self.path_rate = Some(rate);
+                        let capacity = self.capacity(rate, ack);
                         self.slow_start_limit = SlowStartLimit::Shown(capacity);
                     }
                 }
@@ -259,9 +320,13 @@ impl CarefulResume {
         self.phase
     }
 
-    /// The window Careful Resume imposes, if it holds the window now.
+    /// The window Careful Resume imposes, if it holds the window now (never
+    /// for a rate-based controller: see [`CarefulResume::rate_control`]).
     #[inline]
     pub fn window(&self) -> Option<WindowControl> {
+        if self.rate_based {
+            return None;
+        }
         match self.phase {
             Phase::Unvalidated => Some(WindowControl::Fixed(self.jump_window)),
             Phase::SafeRetreat => Some(WindowControl::Cap(self.retreat_window)),
@@ -269,25 +334,67 @@ impl CarefulResume {
         }
     }
 
+    /// How Careful Resume steers a rate-based controller now, if it does
+    /// (never for a window-based one: see [`CarefulResume::window`]).
+    #[inline]
+    pub fn rate_control(&self) -> Option<RateControl> {
+        if !self.rate_based {
+            return None;
+        }
+        let probing = matches!(self.phase, Phase::Unvalidated | Phase::Validating);
+        match (self.phase, self.path_rate) {
+            (Phase::Validating, Some(rate)) => Some(RateControl::EndStartupAt { rate }),
+            _ if probing => Some(RateControl::Probe {
+                probing_rate: self.probing_rate(),
+                delivery_rate: self.jump_ack_rate,
+            }),
+            (Phase::SafeRetreat, _) => Some(RateControl::Retreat),
+            (Phase::Normal, _) if self.retreated() => Some(RateControl::Retreated {
+                validated_rate: bytes_per_second(
+                    self.config.beta().apply(self.pipesize),
+                    self.current_rtt,
+                ),
+            }),
+            (Phase::Normal, path_rate) if self.validated() => Some(RateControl::EndStartupAt {
+                rate: path_rate
+                    .unwrap_or_else(|| bytes_per_second(self.saved.cwnd, self.saved.rtt)),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether the jump was validated: Validating ended with the last
+    /// unvalidated packet acknowledged.
+    fn validated(&self) -> bool {
+        self.history.last() == Some(&(Phase::Normal, Trigger::LastUnvalidatedPacketAcknowledged))
+    }
+
+    /// Whether Safe Retreat ended with the jump acknowledged.
+    fn retreated(&self) -> bool {
+        self.history.last() == Some(&(Phase::Normal, Trigger::ExitRecovery))
+    }
+
     /// Whether the base controller must not grow its window on ACKs.
     #[inline]
     pub fn suppresses_growth(&self) -> bool {
-        matches!(self.phase, Phase::Unvalidated | Phase::SafeRetreat)
+        !self.rate_based && matches!(self.phase, Phase::Unvalidated | Phase::SafeRetreat)
     }
 
-    /// While unvalidated, the pacing rate in bytes per second: the jump
-    /// window spread over the current RTT (never the saved RTT).
+    /// While a window-based jump is unvalidated, the pacing rate in bytes
+    /// per second: the jump window spread over the current RTT (never the
+    /// saved RTT). A rate-based controller paces itself
+    /// ([`CarefulResume::rate_control`]).
     pub fn pacing_rate(&self) -> Option<u64> {
-        if self.phase != Phase::Unvalidated {
+        if self.rate_based || self.phase != Phase::Unvalidated {
             return None;
         }
-        Some(bytes_per_second(self.jump_window, self.current_rtt).max(1))
+        Some(self.probing_rate())
     }
 
-    /// While unvalidated, the gap to leave after a packet of `bytes`:
-    /// current_rtt x bytes / jump_window.
+    /// While a window-based jump is unvalidated, the gap to leave after a
+    /// packet of `bytes`: current_rtt x bytes / jump_window.
     pub fn pacing_interval(&self, bytes: usize) -> Option<Duration> {
-        if self.phase != Phase::Unvalidated {
+        if self.rate_based || self.phase != Phase::Unvalidated {
             return None;
         }
         let nanos = self.current_rtt.as_nanos() * bytes as u128 / self.jump_window.max(1) as u128;
@@ -353,8 +460,9 @@ impl CarefulResume {
             }
             Verdict::Ready => {
                 self.pipesize = bytes_in_flight;
+                self.pipesize_at_jump = bytes_in_flight;
                 self.unvalidated_since = Some(now);
-                self.jump_rate = bytes_per_second(self.jump_window, self.current_rtt);
+                self.jump_rate = self.probing_rate();
                 Some(self.change(
                     Phase::Unvalidated,
                     Trigger::CongestionWindowLimited,
@@ -364,6 +472,12 @@ impl CarefulResume {
                 ))
             }
         }
+    }
+
+    /// The jump window spread over the current RTT, bytes per second: the
+    /// window-based jump's pacing rate, the appendix's probing rate.
+    fn probing_rate(&self) -> u64 {
+        bytes_per_second(self.jump_window, self.current_rtt).max(1)
     }
 
     fn unvalidated_rtt_exceeded(&self, now: Instant) -> bool {
@@ -378,7 +492,7 @@ impl CarefulResume {
     /// path before the validation ends.
     pub fn take_slow_start_limit(&mut self) -> Option<usize> {
         match self.slow_start_limit {
-            SlowStartLimit::Shown(limit) if self.phase == Phase::Validating => {
+            SlowStartLimit::Shown(limit) if self.phase == Phase::Validating && !self.rate_based => {
                 self.slow_start_limit = SlowStartLimit::Taken;
                 Some(limit)
             }
@@ -399,17 +513,35 @@ impl CarefulResume {
     /// IW. `None` when the path kept up with the pacer, which is then all
     /// the ACKs show.
     fn capacity_shown_by_the_jump(&self, ack: &Ack) -> Option<usize> {
+        self.path_limited_rate(ack)
+            .map(|rate| self.capacity(rate, ack))
+    }
+
+    /// The rate the jump's packets are acknowledged at, when it is markedly
+    /// below the rate they were paced at.
+    fn path_limited_rate(&self, ack: &Ack) -> Option<u64> {
+        let rate = self.jump_ack_rate(ack)?;
+        let (num, den) = PATH_LIMITED_RATIO;
+        (u128::from(rate) * den < u128::from(self.jump_rate) * num).then_some(rate)
+    }
+
+    /// What `rate` carries per min RTT, never below IW.
+    fn capacity(&self, rate: u64, ack: &Ack) -> usize {
+        bytes_in(rate, ack.min_rtt).max(self.config.initial_window())
+    }
+
+    /// The rate the jump's packets have been acknowledged at since the
+    /// first of them was, once the ACKs span a quarter of an RTT.
+    fn jump_ack_rate(&self, ack: &Ack) -> Option<u64> {
         let (pipesize_then, since) = self.jump_delivery_start?;
         let elapsed = ack.now.checked_duration_since(since)?;
         if elapsed < self.current_rtt / 4 {
             return None; // too short a train to measure a rate
         }
-        let rate = bytes_per_second(self.pipesize.saturating_sub(pipesize_then), elapsed);
-        let (num, den) = PATH_LIMITED_RATIO;
-        if u128::from(rate) * den >= u128::from(self.jump_rate) * num {
-            return None;
-        }
-        Some(bytes_in(rate, ack.min_rtt).max(self.config.initial_window()))
+        Some(bytes_per_second(
+            self.pipesize.saturating_sub(pipesize_then),
+            elapsed,
+        ))
     }
 
     fn covers_last_unvalidated(&self, ack: &Ack) -> bool {
@@ -420,7 +552,9 @@ impl CarefulResume {
     }
 
     /// Ends the Unvalidated phase: keep the validated PipeSize when the jump
-    /// window was not used, otherwise validate what is in flight.
+    /// was not used, otherwise validate what is in flight. A rate-based jump
+    /// was used when its round sent more than was in flight when it began
+    /// (the ACK that ends the round may already have emptied the flight).
     fn leave_unvalidated(
         &mut self,
         trigger: Trigger,
@@ -428,8 +562,12 @@ impl CarefulResume {
         now: Instant,
     ) -> Option<Transition> {
         let iw = self.config.initial_window();
+        let used = match self.rate_based {
+            true => self.unvalidated_sent >= iw && self.unvalidated_sent > self.pipesize_at_jump,
+            false => flight >= iw && flight > self.pipesize,
+        };
         match self.largest_sent_pn {
-            Some(last) if flight >= iw && flight > self.pipesize => {
+            Some(last) if used => {
                 self.last_unvalidated_pn = Some(last);
                 Some(self.change(Phase::Validating, trigger, Some(flight), None, now))
             }
@@ -487,6 +625,11 @@ impl CarefulResume {
         let from = self.phase;
         self.phase = to;
         self.history.push((to, trigger));
+        // A rate-based controller keeps its own window and slow start.
+        let (cwnd, ssthresh) = match self.rate_based {
+            true => (None, None),
+            false => (cwnd, ssthresh),
+        };
         Transition {
             from,
             to,

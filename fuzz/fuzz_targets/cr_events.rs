@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use careful_resume::{
-    Ack, BbrResume, CapacitySample, CarefulResume, Config, Congestion, Observer, ObserverConfig,
-    PacketSent, Phase, SavedState, Transition, Trigger, WindowControl,
+    Ack, CapacitySample, CarefulResume, Config, Congestion, Observer, ObserverConfig, PacketSent,
+    Phase, RateControl, SavedState, Transition, Trigger, WindowControl,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -77,6 +77,40 @@ impl Checker {
     }
 }
 
+/// A rate-based controller keeps its window: Careful Resume only steers its
+/// rate, probing while unvalidated or validating, draining in Safe Retreat.
+fn check_rate_based(transition: Option<Transition>, cr: &CarefulResume) {
+    if let Some(t) = transition {
+        assert_eq!(
+            (t.cwnd, t.ssthresh),
+            (None, None),
+            "a rate-based window was set"
+        );
+    }
+    assert_eq!(cr.window(), None);
+    match (cr.phase(), cr.rate_control()) {
+        (Phase::Unvalidated | Phase::Validating, Some(RateControl::Probe { probing_rate })) => {
+            assert!(probing_rate > 0)
+        }
+        (Phase::SafeRetreat, Some(RateControl::Retreat)) => {}
+        (Phase::Validating, Some(RateControl::EndStartupAt { .. })) => {}
+        (Phase::Normal, Some(RateControl::EndStartupAt { .. })) => {
+            assert_eq!(
+                cr.history().last(),
+                Some(&(Phase::Normal, Trigger::LastUnvalidatedPacketAcknowledged))
+            )
+        }
+        (Phase::Normal, Some(RateControl::Retreated { .. })) => {
+            assert_eq!(
+                cr.history().last(),
+                Some(&(Phase::Normal, Trigger::ExitRecovery))
+            )
+        }
+        (Phase::Reconnaissance | Phase::Normal, None) => {}
+        (phase, control) => panic!("{control:?} in {phase:?}"),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut input = Input(data);
     let config = Config::new(IW, MSS)
@@ -91,7 +125,7 @@ fuzz_target!(|data: &[u8]| {
         retreat_cap: None,
         ended: false,
     };
-    let mut bbr = BbrResume::new(config, saved);
+    let mut rate_based = CarefulResume::new_rate_based(config, saved);
     let mut observer = Observer::with_floor(ObserverConfig::new(IW), saved.cwnd);
 
     let mut now = Instant::now();
@@ -113,7 +147,7 @@ fuzz_target!(|data: &[u8]| {
                     now,
                 };
                 next_pn += 1;
-                bbr.on_packet_sent(&sent);
+                check_rate_based(rate_based.on_packet_sent(&sent), &rate_based);
                 checker.cr.on_packet_sent(&sent)
             }
             1 => {
@@ -130,7 +164,7 @@ fuzz_target!(|data: &[u8]| {
                     smoothed_rtt: rtt.saturating_mul(u32::from(op >> 4) + 1),
                     now,
                 };
-                bbr.on_ack(&ack);
+                check_rate_based(rate_based.on_ack(&ack), &rate_based);
                 let observed = observer.on_sample(&CapacitySample {
                     delivery_rate: arg >> 16,
                     rtt,
@@ -151,26 +185,27 @@ fuzz_target!(|data: &[u8]| {
                 checker.cr.on_ack(&ack)
             }
             2 => {
-                bbr.on_congestion(Congestion::Loss, now);
+                check_rate_based(rate_based.on_congestion(Congestion::Loss, now), &rate_based);
                 checker.cr.on_congestion(Congestion::Loss, now)
             }
             3 => {
-                bbr.on_congestion(Congestion::EcnCe, now);
+                check_rate_based(
+                    rate_based.on_congestion(Congestion::EcnCe, now),
+                    &rate_based,
+                );
                 checker.cr.on_congestion(Congestion::EcnCe, now)
             }
             4 => {
-                bbr.on_path_change(now);
+                check_rate_based(rate_based.on_path_change(now), &rate_based);
                 checker.cr.on_path_change(now)
             }
             5 => {
-                bbr.on_persistent_congestion(now);
+                check_rate_based(rate_based.on_persistent_congestion(now), &rate_based);
                 checker.cr.on_persistent_congestion(now)
             }
             6 => {
-                bbr.on_round_start(op & 0x80 != 0, flight, now);
-                bbr.on_drain_exit(now);
-                let _ = (bbr.pacing_rate(arg), bbr.cwnd(arg, rtt, 2.885));
-                None
+                check_rate_based(rate_based.on_startup_over(now), &rate_based);
+                checker.cr.on_startup_over(now)
             }
             _ => {
                 now += Duration::from_micros(arg % 3_700_000_000);

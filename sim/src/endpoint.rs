@@ -88,6 +88,8 @@ fn base_config(settings: &EndpointSettings) -> Result<quiche::Config, SimError> 
     config.set_max_stream_window(FLOW_CONTROL_CREDIT);
     config.set_cc_algorithm(settings.cc.algorithm());
     config.enable_silly_window_avoidance(!settings.small_packets);
+    // BBR2 paces its initial window at Startup's gain (patch 0020).
+    config.enable_bbr_initial_pacing_gain(true);
     // GREASE draws random values of random encoded length, which would make
     // packet sizes, and so timings, differ between runs of the same seed.
     config.grease(false);

@@ -3,7 +3,7 @@
 //! ```text
 //! cr-sim run --rate 10mbit --rtt 800ms --size 1MiB [--cc cubic|reno|bbr2] [--loss P]
 //!            [--loss-window FROM..TO:P] [--rate2 R] [--rtt2 T] [--queue SIZE|xBDP]
-//!            [--gap T] [--seed N] [--app h3|stream] [--no-resume]
+//!            [--gap T] [--seed N] [--app h3|stream] [--no-resume] [--competing]
 //!            [--qlog-dir DIR] [--plot FILE.svg] [--json]
 //! cr-sim suite [--json]
 //! cr-sim demo [--out DIR]
@@ -19,6 +19,7 @@ use cr_sim::choices::AppKind;
 use cr_sim::choices::CongestionControl;
 use cr_sim::output;
 use cr_sim::run_session;
+use cr_sim::scenario::Competing;
 use cr_sim::suite;
 use cr_sim::table;
 use cr_sim::units::parse_duration;
@@ -115,6 +116,10 @@ struct RunArgs {
     /// Do not present the token: the baseline.
     #[arg(long)]
     no_resume: bool,
+    /// A long download by another client shares the bottleneck from the
+    /// start (with the server's controller).
+    #[arg(long)]
+    competing: bool,
     /// Write the qlog traces of both connections into this folder.
     #[arg(long)]
     qlog_dir: Option<PathBuf>,
@@ -145,6 +150,7 @@ impl RunArgs {
             resume: !self.no_resume,
             close_when_done: self.close_when_done,
             small_packets: self.small_packets,
+            competing: self.competing.then(Competing::default),
             ..Scenario::default()
         }
     }

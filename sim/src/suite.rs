@@ -156,8 +156,35 @@ pub fn cases() -> Vec<Case> {
     ]);
     cases.extend(bulk_per_controller());
     cases.extend(bbr2_sweep());
+    cases.extend(bbr2_satellite());
     cases.extend([capacity_drop(), competing_flow()].map(with_bbr2));
     cases
+}
+
+/// BBR2 resuming on GEO paths (issue 14): 10 MB at 20 Mbit/s, whose resumed
+/// connection should come within 1.15 x the physical limit, and 1 MiB at
+/// 10 Mbit/s, whose resumed connection should be 1.8 x faster than the
+/// first.
+pub fn bbr2_satellite() -> Vec<Case> {
+    let bbr2 = |size, rate| Scenario {
+        rate,
+        rtt: ms(600),
+        size,
+        cc: CongestionControl::Bbr2,
+        ..Scenario::default()
+    };
+    vec![
+        Case {
+            name: "bbr2-10MB-600ms".into(),
+            about: "BBR2, 10 MB at 20 Mbit/s and 600 ms",
+            scenario: bbr2(10_000_000, Rate::mbit(20)),
+        },
+        Case {
+            name: "bbr2-1MiB-600ms".into(),
+            about: "BBR2, 1 MiB at 10 Mbit/s and 600 ms",
+            scenario: bbr2(MIB, Rate::mbit(10)),
+        },
+    ]
 }
 
 /// `case` with BBR2 for every connection (issue 14: a capacity drop within

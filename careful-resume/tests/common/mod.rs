@@ -80,7 +80,12 @@ pub fn jumped(saved_packets: usize, clock: &Clock) -> CarefulResume {
 
 /// [`jumped`] with another configuration.
 pub fn jumped_with(config: Config, saved_packets: usize, clock: &Clock) -> CarefulResume {
-    let mut cr = CarefulResume::new(config, saved(saved_packets));
+    jump(CarefulResume::new(config, saved(saved_packets)), clock)
+}
+
+/// Takes `cr`, fresh in Reconnaissance, through the handshake and the ten
+/// packets of [`jumped`] into Unvalidated.
+pub fn jump(mut cr: CarefulResume, clock: &Clock) -> CarefulResume {
     handshake_acked(&mut cr, clock);
     for pn in 0..9 {
         assert_eq!(
