@@ -89,7 +89,7 @@ fn check_rate_based(transition: Option<Transition>, cr: &CarefulResume) {
     }
     assert_eq!(cr.window(), None);
     match (cr.phase(), cr.rate_control()) {
-        (Phase::Unvalidated | Phase::Validating, Some(RateControl::Probe { probing_rate })) => {
+        (Phase::Unvalidated | Phase::Validating, Some(RateControl::Probe { probing_rate, .. })) => {
             assert!(probing_rate > 0)
         }
         (Phase::SafeRetreat, Some(RateControl::Retreat)) => {}
