@@ -14,14 +14,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cr_endpoint::ex_token::{ExToken, Rng, StoreConfig, SystemRng, TokenStore};
 use cr_endpoint::{ClientConfig, RequestedCapacity, ResumeClient};
+use cr_serve::app::ClientApp;
+use cr_serve::report::seconds;
+use cr_serve::Protocol;
 
-use crate::app::{ClientApp, Protocol};
 use crate::error::AppError;
 use crate::net::{
     drain_connection, recv_until, size_buffers, try_recv, Outbox, MAX_DATAGRAM, RECV_BUFFER,
     SOCKET_BUFFER_FLOOR,
 };
-use crate::report::seconds;
 
 /// What a download needs.
 #[derive(Clone, Debug)]
@@ -236,7 +237,7 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
     let mut buf = vec![0u8; RECV_BUFFER];
     let give_up = start + options.timeout;
 
-    let mut next_send = drain_connection(&mut conn, &mut outbox);
+    let mut next_send = drain_connection(&mut conn, &mut outbox).next_send;
     loop {
         let now = Instant::now();
         outbox.flush(&socket, now);
@@ -289,7 +290,7 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
         }
         app.step(&mut conn, now)?;
         resume.on_progress(&mut conn, name, peer, SystemTime::now());
-        next_send = drain_connection(&mut conn, &mut outbox);
+        next_send = drain_connection(&mut conn, &mut outbox).next_send;
     }
 
     if let Some(path) = &options.token_file {
@@ -298,7 +299,7 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
             .save(path)
             .map_err(|e| AppError::io(format!("writing token file {}", path.display()), e))?;
     }
-    let progress = *app.progress();
+    let progress = app.progress().clone();
     let Some(done) = progress.done else {
         let why = conn
             .peer_error()

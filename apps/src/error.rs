@@ -5,6 +5,8 @@
 use std::fmt;
 use std::io;
 
+use cr_serve::ServeError;
+
 /// What can stop a server, client or relay.
 #[derive(Debug)]
 pub enum AppError {
@@ -12,8 +14,8 @@ pub enum AppError {
     Io(String, io::Error),
     /// quiche refused an operation.
     Quic(quiche::Error),
-    /// quiche's HTTP/3 layer refused an operation.
-    Http3(quiche::h3::Error),
+    /// The application over a connection failed (see [`ServeError`]).
+    Serve(ServeError),
     /// Setting up Careful Resume failed.
     Endpoint(cr_endpoint::Error),
     /// A setting or input is unusable; the string explains.
@@ -34,7 +36,7 @@ impl fmt::Display for AppError {
         match self {
             AppError::Io(context, e) => write!(f, "{context}: {e}"),
             AppError::Quic(e) => write!(f, "QUIC: {e}"),
-            AppError::Http3(e) => write!(f, "HTTP/3: {e}"),
+            AppError::Serve(e) => e.fmt(f),
             AppError::Endpoint(e) => write!(f, "Careful Resume setup: {e}"),
             AppError::Invalid(why) => f.write_str(why),
             AppError::Timeout(what) => write!(f, "timed out: {what}"),
@@ -50,9 +52,12 @@ impl From<quiche::Error> for AppError {
     }
 }
 
-impl From<quiche::h3::Error> for AppError {
-    fn from(e: quiche::h3::Error) -> Self {
-        AppError::Http3(e)
+impl From<ServeError> for AppError {
+    fn from(e: ServeError) -> Self {
+        match e {
+            ServeError::Quic(e) => AppError::Quic(e),
+            e => AppError::Serve(e),
+        }
     }
 }
 

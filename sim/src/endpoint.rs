@@ -5,7 +5,9 @@
 //! up, through the integration crate `cr-endpoint`: the server validates the
 //! token of the client's Initial, sets up Careful Resume, mints BDP tokens
 //! and sends them with NEW_TOKEN; the client keeps those tokens and presents
-//! one on its next connection (unless the scenario is a baseline).
+//! one on its next connection (unless the scenario is a baseline). Each
+//! server connection is a `cr_serve::ServerSession`, served as `cr-server`
+//! serves its own.
 //!
 //! Token keys and token randomness come from the scenario's seed: the
 //! simulator wants the same bytes for the same seed, never secrecy.
@@ -14,10 +16,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use cr_endpoint::ex_token::{ExToken, KeyRing, MemoryGuard, SimRng, TokenKey, TokenServer};
-use cr_endpoint::{Accepted, ClientConfig, ResumeClient, ResumeServer};
+use cr_endpoint::{ClientConfig, ResumeClient, ResumeServer};
+use cr_serve::{CongestionControl, Protocol, ServerSession};
 
-use crate::choices::AppKind;
-use crate::choices::CongestionControl;
 use crate::clock::Now;
 use crate::error::SimError;
 use crate::link::MAX_DATAGRAM;
@@ -55,7 +56,7 @@ pub struct EndpointSettings {
     /// The server's congestion controller.
     pub cc: CongestionControl,
     /// The application protocol.
-    pub app: AppKind,
+    pub app: Protocol,
     /// Whether Careful Resume may be used (false for the baseline).
     pub resume: bool,
     /// Makes connection IDs differ between flows and seeds.
@@ -131,27 +132,27 @@ pub struct SimServer {
 /// Saved sets the server remembers as in use; a simulation has few.
 const GUARD_CAPACITY: usize = 1024;
 
-/// One server-side connection.
+/// One server-side connection: the session `cr-server` would serve, and
+/// its qlog trace.
 pub struct ServerConnection {
-    accepted: Accepted,
+    session: ServerSession,
     qlog: QlogBuffer,
 }
 
 impl ServerConnection {
     /// The quiche connection.
     pub fn conn(&mut self) -> &mut quiche::Connection {
-        &mut self.accepted.conn
+        self.session.conn()
     }
 
     /// The quiche connection, read-only.
     pub fn conn_ref(&self) -> &quiche::Connection {
-        &self.accepted.conn
+        self.session.conn_ref()
     }
 
-    /// What the client's token allowed: the saved set resumed from, or why
-    /// not.
-    pub fn accepted(&self) -> &Accepted {
-        &self.accepted
+    /// The session being served.
+    pub fn session(&self) -> &ServerSession {
+        &self.session
     }
 
     /// The server's qlog trace so far.
@@ -212,15 +213,36 @@ impl SimServer {
                 .accept(&scid, None, local, peer, token, &mut self.config, now.wall)?;
         let qlog = QlogBuffer::new();
         attach_qlog(&mut accepted.conn, &qlog, keep, "server");
-        Ok(Some(ServerConnection { accepted, qlog }))
+        let session = ServerSession::new(accepted, &header.dcid, now.instant);
+        Ok(Some(ServerConnection { session, qlog }))
     }
 
-    /// Housekeeping after a receive, send or timeout on `connection`: tokens
-    /// for the client's next connection.
-    pub fn after_io(&mut self, connection: &mut ServerConnection, now: &Now) {
-        let accepted = &mut connection.accepted;
-        self.resume
-            .on_progress(&mut accepted.conn, &mut accepted.session, now.wall);
+    /// Hands a datagram from the client to `connection`.
+    pub fn recv(
+        &self,
+        connection: &mut ServerConnection,
+        datagram: &mut [u8],
+        info: quiche::RecvInfo,
+    ) {
+        connection.session.recv(&self.resume, datagram, info);
+    }
+
+    /// Serves `connection` after a receive or timeout
+    /// ([`ServerSession::serve`]); `flush` sends what quiche has ready and
+    /// says how many datagrams that was. Fails when the application gave up
+    /// on the client, which in a simulation is a bug.
+    pub fn serve(
+        &mut self,
+        connection: &mut ServerConnection,
+        now: &Now,
+        flush: impl FnMut(&mut quiche::Connection) -> Result<usize, SimError>,
+    ) -> Result<(), SimError> {
+        let session = &mut connection.session;
+        session.serve(&mut self.resume, now.instant, now.wall, flush)?;
+        match session.app_error() {
+            Some(why) => Err(SimError::Stalled(format!("the server closed: {why}"))),
+            None => Ok(()),
+        }
     }
 }
 

@@ -2,13 +2,16 @@
 
 use std::fmt;
 
+use cr_serve::ServeError;
+
 /// A simulation failed.
 #[derive(Debug)]
 pub enum SimError {
     /// quiche refused a configuration or a connection call.
     Quiche(quiche::Error),
-    /// The HTTP/3 layer failed.
-    Http3(quiche::h3::Error),
+    /// The application over a connection failed: the endpoints disagree,
+    /// which is a bug worth seeing.
+    App(ServeError),
     /// Nothing left to happen before the transfer finished.
     Stalled(String),
     /// The transfer did not finish within the virtual-time limit.
@@ -25,7 +28,7 @@ impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SimError::Quiche(e) => write!(f, "quiche: {e}"),
-            SimError::Http3(e) => write!(f, "HTTP/3: {e}"),
+            SimError::App(e) => write!(f, "application: {e}"),
             SimError::Stalled(what) => write!(f, "the simulation stalled: {what}"),
             SimError::TimedOut(what) => write!(f, "virtual time limit reached: {what}"),
             SimError::Scenario(what) => write!(f, "bad scenario: {what}"),
@@ -43,9 +46,9 @@ impl From<quiche::Error> for SimError {
     }
 }
 
-impl From<quiche::h3::Error> for SimError {
-    fn from(e: quiche::h3::Error) -> Self {
-        SimError::Http3(e)
+impl From<ServeError> for SimError {
+    fn from(e: ServeError) -> Self {
+        SimError::App(e)
     }
 }
 

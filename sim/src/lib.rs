@@ -21,7 +21,10 @@
 //! once: `close_when_done`).
 //!
 //! Every quiche connection is made in [`endpoint`]; that is where the
-//! Careful Resume integration plugs in.
+//! Careful Resume integration plugs in. The server side of each connection
+//! is `cr_serve::ServerSession` and the applications are `cr_serve::app`'s:
+//! the code `cr-server` runs on real sockets, in the same order of
+//! housekeeping, serving and sending.
 //!
 //! # Determinism
 //!
@@ -42,7 +45,7 @@
 //!   "scenario": {
 //!     "rate_bps": u64, "rtt_s": f64, "size_bytes": u64,
 //!     "later_sizes_bytes": [u64],  // sizes of connections 2, 3, ...
-//!     "cc": "cubic"|"reno"|"bbr2", "app": "h3"|"stream",
+//!     "cc": "cubic"|"reno"|"bbr2", "app": "h3"|"hq-interop",
 //!     "loss": f64, "loss_windows": [{"from_s": f64, "to_s": f64, "loss": f64}],
 //!     "rate2_bps": u64|null, "rtt2_s": f64|null, "queue_bytes": u64,
 //!     "gap_s": f64, "jitter_s": f64, "seed": u64, "resume": bool,
@@ -100,8 +103,6 @@
 //! prints an array of `{"name", "about", "resumed": {"Ok": report} |
 //! {"Err": message}, "baseline": ...}`.
 
-pub mod app;
-pub mod choices;
 pub mod clock;
 pub mod demo;
 pub mod endpoint;

@@ -3,7 +3,7 @@
 //! ```text
 //! cr-sim run --rate 10mbit --rtt 800ms --size 1MiB [--cc cubic|reno|bbr2] [--loss P]
 //!            [--loss-window FROM..TO:P] [--rate2 R] [--rtt2 T] [--queue SIZE|xBDP]
-//!            [--gap T] [--seed N] [--app h3|stream] [--no-resume] [--competing]
+//!            [--gap T] [--seed N] [--app h3|hq] [--no-resume] [--competing]
 //!            [--qlog-dir DIR] [--plot FILE.svg] [--json]
 //! cr-sim suite [--json]
 //! cr-sim demo [--out DIR]
@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use clap::Subcommand;
-use cr_sim::choices::AppKind;
-use cr_sim::choices::CongestionControl;
+use cr_serve::CongestionControl;
+use cr_serve::Protocol;
 use cr_sim::output;
 use cr_sim::run_session;
 use cr_sim::scenario::Competing;
@@ -100,9 +100,10 @@ struct RunArgs {
     /// Seed of the link's randomness.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Application: HTTP/3 GET or one raw stream.
+    /// Application: an HTTP/3 GET, or hq-interop (`GET /<n>` on one raw
+    /// stream: the transport with the least framing on top).
     #[arg(long, value_enum, default_value = "h3")]
-    app: AppKind,
+    app: Protocol,
     /// Close each connection as soon as its download is complete, as a
     /// command-line tool does (default: keep it open until the next one, as
     /// an HTTP client's connection pool does).

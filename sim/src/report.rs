@@ -38,7 +38,7 @@ pub struct ScenarioView {
     pub later_sizes_bytes: Vec<u64>,
     /// Congestion controller: `cubic`, `reno` or `bbr2`.
     pub cc: &'static str,
-    /// Application: `h3` or `stream`.
+    /// Application: `h3` or `hq-interop`.
     pub app: &'static str,
     /// Random loss probability.
     pub loss: f64,
@@ -209,9 +209,10 @@ impl ConnectionReport {
             let start = record.first_packet_at?;
             t?.checked_sub(start)
         };
-        let completion = since_first(record.progress.done_at);
-        let ttfb = since_first(record.progress.first_byte_at);
+        let completion = since_first(record.progress.done);
+        let ttfb = since_first(record.progress.first_byte);
         let stats = record.server_stats.as_ref();
+        let packets = record.server_report.as_ref().map_or((0, 0), |r| r.packets);
         let cr = record
             .server_qlog
             .as_ref()
@@ -228,8 +229,8 @@ impl ConnectionReport {
             goodput_mbps: completion
                 .filter(|c| !c.is_zero())
                 .map(|c| round3(size as f64 * 8.0 / c.as_secs_f64() / 1e6)),
-            packets_sent: stats.map_or(0, |s| s.sent as u64),
-            packets_lost: stats.map_or(0, |s| s.lost as u64),
+            packets_sent: packets.0 as u64,
+            packets_lost: packets.1 as u64,
             size_bytes: size,
             token_presented: record.token_presented.map(TokenReport::from),
             token_left: record.token_left.map(TokenReport::from),

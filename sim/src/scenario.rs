@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use crate::choices::AppKind;
-use crate::choices::CongestionControl;
 use crate::error::SimError;
 use crate::link::MAX_DATAGRAM;
 use crate::units::LossWindow;
 use crate::units::Probability;
 use crate::units::QueueLimit;
 use crate::units::Rate;
+use cr_serve::CongestionControl;
+use cr_serve::Protocol;
 
 /// A competing long download sharing the bottleneck.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -53,7 +53,7 @@ pub struct Scenario {
     /// Seed of all randomness on the link.
     pub seed: u64,
     /// The application.
-    pub app: AppKind,
+    pub app: Protocol,
     /// Whether the second connection may resume (false: the baseline).
     pub resume: bool,
     /// Largest extra one-way delay added at random to each datagram.
@@ -92,7 +92,7 @@ impl Default for Scenario {
             queue: QueueLimit::Bdp(1.0),
             gap: Duration::from_secs(1),
             seed: 1,
-            app: AppKind::H3,
+            app: Protocol::H3,
             resume: true,
             jitter: Duration::ZERO,
             rate_steps: Vec::new(),

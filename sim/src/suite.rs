@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::choices::CongestionControl;
 use crate::error::SimError;
 use crate::packing::PackingReport;
 use crate::report::Report;
@@ -25,6 +24,7 @@ use crate::table;
 use crate::units::LossWindow;
 use crate::units::Probability;
 use crate::units::Rate;
+use cr_serve::CongestionControl;
 
 /// A named scenario of the suite.
 #[derive(Clone, Debug)]

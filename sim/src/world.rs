@@ -15,9 +15,10 @@ use std::net::Ipv4Addr;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::app::ClientApp;
-use crate::app::ServerApp;
-use crate::choices::AppKind;
+use cr_serve::app::{ClientApp, Progress};
+use cr_serve::ConnectionReport as ServerReport;
+use cr_serve::Protocol;
+
 use crate::clock::Now;
 use crate::clock::VirtualClock;
 use crate::endpoint::ClientConnection;
@@ -26,6 +27,7 @@ use crate::endpoint::ServerConnection;
 use crate::endpoint::SimClient;
 use crate::endpoint::SimServer;
 use crate::endpoint::TokenCapacity;
+use crate::endpoint::SERVER_NAME;
 use crate::error::SimError;
 use crate::link::Fate;
 use crate::link::Link;
@@ -214,9 +216,8 @@ pub struct ConnectionPair {
     generation: u64,
     client_addr: SocketAddr,
     client: ClientConnection,
-    client_app: ClientApp,
+    client_app: ClientApp<SimTime>,
     server: Option<ServerConnection>,
-    server_app: ServerApp,
     started_at: SimTime,
     first_packet_at: Option<SimTime>,
     server_created_at: Option<SimTime>,
@@ -229,7 +230,7 @@ pub struct ConnectionPair {
 
 impl ConnectionPair {
     /// The client's application.
-    pub fn client_app(&self) -> &ClientApp {
+    pub fn client_app(&self) -> &ClientApp<SimTime> {
         &self.client_app
     }
 }
@@ -244,9 +245,11 @@ pub struct ConnectionRecord {
     /// When the server created its side (the client's first Initial arrived).
     pub server_created_at: Option<SimTime>,
     /// The download's progress.
-    pub progress: crate::app::Progress,
+    pub progress: Progress<SimTime>,
     /// The server's counters, when it has a side.
     pub server_stats: Option<quiche::Stats>,
+    /// The server's report of the connection, as `cr-server` logs it.
+    pub server_report: Option<ServerReport>,
     /// The sizes of the datagrams the server sent.
     pub server_datagrams: DatagramSizes,
     /// The server's qlog (its Careful Resume events only, unless the flow
@@ -265,7 +268,7 @@ pub struct ConnectionRecord {
 pub struct Flow {
     client: SimClient,
     server: SimServer,
-    app: AppKind,
+    app: Protocol,
     client_ip: IpAddr,
     server_addr: SocketAddr,
     /// Whether both endpoints keep complete qlog traces; otherwise only the
@@ -383,13 +386,18 @@ impl World {
         let client = f
             .client
             .connect(client_addr, f.server_addr, f.full_traces, &now)?;
+        let client_app = ClientApp::new(f.app, size, SERVER_NAME);
+        let client_app = if sample {
+            client_app.sampled()
+        } else {
+            client_app
+        };
         f.pair = Some(ConnectionPair {
             generation,
             client_addr,
             client,
-            client_app: ClientApp::new(f.app, size, sample),
+            client_app,
             server: None,
-            server_app: ServerApp::new(f.app),
             started_at: now.sim,
             first_packet_at: None,
             server_created_at: None,
@@ -411,6 +419,8 @@ impl World {
             .retain(|&(f, generation, _), _| (f, generation) != (flow, pair.generation));
         let token_left = f.client.next_saved_set(f.server_addr);
         let server_stats = pair.server.as_ref().map(|s| s.conn_ref().stats());
+        let now = self.network.now.instant;
+        let server_report = pair.server.as_ref().map(|s| s.session().report(now));
         let server_qlog = pair.server.as_ref().map(|s| s.qlog().clone());
         let client_qlog = pair.client.qlog().cloned();
         // Dropping the connections flushes their qlog writers.
@@ -423,6 +433,7 @@ impl World {
             server_created_at: pair.server_created_at,
             progress,
             server_stats,
+            server_report,
             server_datagrams: pair.server_datagrams,
             server_qlog,
             client_qlog,
@@ -621,7 +632,7 @@ impl World {
                 from: pair.client_addr,
                 to: f.server_addr,
             };
-            let _ = server.conn().recv(&mut bytes, info);
+            f.server.recv(server, &mut bytes, info);
         }
         self.service_server(flow)
     }
@@ -662,24 +673,18 @@ impl World {
         let Some(server) = pair.server.as_mut() else {
             return Ok(());
         };
-        f.server.after_io(server, &now);
-        // quiche lets the application write only what the congestion window
-        // has room for, and sending can open the window (a Careful Resume
-        // jump happens on a packet sent): after a flush that sent something,
-        // the application gets one more turn to use the room.
-        for _ in 0..2 {
-            pair.server_app.step(server.conn())?;
-            let sent = self.network.flush(
-                server.conn(),
+        let network = &mut self.network;
+        let generation = pair.generation;
+        let datagrams = &mut pair.server_datagrams;
+        f.server.serve(server, &now, |conn| {
+            network.flush(
+                conn,
                 flow,
-                pair.generation,
+                generation,
                 Direction::ToClient,
-                Some(&mut pair.server_datagrams),
-            )?;
-            if sent == 0 {
-                break;
-            }
-        }
+                Some(&mut *datagrams),
+            )
+        })?;
         Ok(())
     }
 }

@@ -3,8 +3,8 @@
 use std::time::Duration;
 use std::time::Instant;
 
-use cr_sim::choices::AppKind;
-use cr_sim::choices::CongestionControl;
+use cr_serve::CongestionControl;
+use cr_serve::Protocol;
 use cr_sim::scenario::Competing;
 use cr_sim::units::Rate;
 use cr_sim::Report;
@@ -42,7 +42,7 @@ fn geo_session_completes_both_connections_above_the_physical_limit() {
 #[test]
 fn raw_stream_app_downloads_the_whole_object() {
     let r = report(&Scenario {
-        app: AppKind::Stream,
+        app: Protocol::Hq,
         rtt: Duration::from_millis(50),
         size: 300_000,
         ..Scenario::default()
@@ -55,7 +55,7 @@ fn raw_stream_app_downloads_the_whole_object() {
 fn bbr2_paced_sender_fills_the_link() {
     let r = report(&Scenario {
         cc: CongestionControl::Bbr2,
-        app: AppKind::Stream,
+        app: Protocol::Hq,
         rtt: Duration::from_millis(50),
         size: 5 << 20,
         ..Scenario::default()

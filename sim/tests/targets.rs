@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use cr_sim::choices::CongestionControl;
+use cr_serve::CongestionControl;
 use cr_sim::report::ConnectionReport;
 use cr_sim::suite;
 use cr_sim::suite::CaseResult;

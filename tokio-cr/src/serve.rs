@@ -61,7 +61,7 @@ impl Server {
         // tokio-quiche's Retry-based validation drops Initials carrying our
         // tokens; see the crate documentation.
         settings.disable_client_ip_validation = true;
-        settings.cc_algorithm = options.cc.name().into();
+        settings.cc_algorithm = options.cc.quiche_name().into();
         let path = |p: &PathBuf| {
             p.to_str()
                 .map(str::to_owned)

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use cr_apps::units::{parse_bytes, parse_duration};
 use cr_apps::{download, AppError, ClientOptions, Protocol};
+use cr_serve::units::{parse_duration, ByteSize};
 
 /// Download `/<bytes>` from a cr-server (or any server answering
 /// `GET /<n>` with n bytes), keeping its tokens for the next run so the
@@ -19,8 +19,8 @@ struct Args {
     /// Server (or relay) address, `host:port`.
     server: String,
     /// Bytes to fetch (e.g. 2MiB).
-    #[arg(long, value_parser = parse_bytes, default_value = "1MiB")]
-    size: u64,
+    #[arg(long, default_value = "1MiB")]
+    size: ByteSize,
     /// Application protocol.
     #[arg(long, value_enum, default_value_t = Protocol::H3)]
     protocol: Protocol,
@@ -36,8 +36,8 @@ struct Args {
     no_token: bool,
     /// Ask the server to resume with at most this many bytes (0 opts out
     /// of Careful Resume, while the token still validates the address).
-    #[arg(long, value_parser = parse_bytes)]
-    requested_capacity: Option<u64>,
+    #[arg(long)]
+    requested_capacity: Option<ByteSize>,
     /// Stay this long after the last byte, so tokens the server sends at
     /// the end (the ones with saved capacity) arrive.
     #[arg(long, value_parser = parse_duration, default_value = "1s")]
@@ -96,10 +96,10 @@ fn run(args: Args) -> Result<(), AppError> {
     let options = ClientOptions {
         server: resolve(&args.server)?,
         server_name: args.name.unwrap_or_else(|| default_name(&args.server)),
-        size: args.size,
+        size: args.size.0,
         protocol: args.protocol,
         token_file: (!args.no_token).then_some(args.token_file),
-        requested_capacity: args.requested_capacity,
+        requested_capacity: args.requested_capacity.map(|b| b.0),
         linger: args.linger,
         timeout: args.timeout,
         ca: args.ca,

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
-use cr_apps::units::{parse_bytes, parse_duration, parse_probability, parse_rate};
 use cr_apps::AppError;
+use cr_serve::units::{parse_duration, ByteSize, Probability, Rate};
 
 /// Forward UDP between clients and a server through an emulated path: a
 /// bottleneck rate, a drop-tail queue, a propagation delay and random
@@ -25,30 +25,30 @@ struct Args {
     #[arg(long, default_value = "127.0.0.1:4433")]
     server: SocketAddr,
     /// Bottleneck rate of both directions (e.g. 20mbit).
-    #[arg(long, value_parser = parse_rate, default_value = "20mbit")]
-    rate: u64,
+    #[arg(long, default_value = "20mbit")]
+    rate: Rate,
     /// Rate client to server, instead of --rate.
-    #[arg(long, value_parser = parse_rate)]
-    rate_up: Option<u64>,
+    #[arg(long)]
+    rate_up: Option<Rate>,
     /// Rate server to client, instead of --rate.
-    #[arg(long, value_parser = parse_rate)]
-    rate_down: Option<u64>,
+    #[arg(long)]
+    rate_down: Option<Rate>,
     /// Round-trip propagation delay, split evenly between the directions.
     #[arg(long, value_parser = parse_duration, default_value = "300ms")]
     rtt: Duration,
     /// Queue of each direction in bytes (default: one bandwidth-delay
     /// product of that direction, at least 64 KiB).
-    #[arg(long, value_parser = parse_bytes)]
-    queue: Option<u64>,
+    #[arg(long)]
+    queue: Option<ByteSize>,
     /// Random loss of both directions (e.g. 1%).
-    #[arg(long, value_parser = parse_probability, default_value = "0")]
-    loss: f64,
+    #[arg(long, default_value = "0")]
+    loss: Probability,
     /// Random loss client to server, instead of --loss.
-    #[arg(long, value_parser = parse_probability)]
-    loss_up: Option<f64>,
+    #[arg(long)]
+    loss_up: Option<Probability>,
     /// Random loss server to client, instead of --loss.
-    #[arg(long, value_parser = parse_probability)]
-    loss_down: Option<f64>,
+    #[arg(long)]
+    loss_down: Option<Probability>,
     /// Seed of the random losses.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -73,13 +73,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn link(rate_bps: u64, rtt: Duration, queue: Option<u64>, loss: f64) -> LinkConfig {
-    let bdp = u64::try_from(u128::from(rate_bps) * rtt.as_micros() / 8_000_000).unwrap_or(u64::MAX);
+fn link(rate: Rate, rtt: Duration, queue: Option<ByteSize>, loss: Probability) -> LinkConfig {
     LinkConfig {
-        rate_bps,
+        rate_bps: rate.bps(),
         delay: rtt / 2,
-        queue_bytes: queue.unwrap_or(bdp.max(64 * 1024)),
-        loss,
+        queue_bytes: queue.map_or(rate.bytes_in(rtt).max(64 * 1024), |q| q.0),
+        loss: loss.value(),
     }
 }
 

@@ -11,10 +11,10 @@ use std::time::Duration;
 use clap::Parser;
 use cr_apps::keys::load_key_ring;
 use cr_apps::metrics::MetricsEndpoint;
-use cr_apps::units::{parse_bytes, parse_duration};
 use cr_apps::{AppError, CongestionControl, Server, ServerOptions};
 use cr_endpoint::SharedGuard;
 use cr_guard_redis::{RedisGuard, RedisGuardConfig};
+use cr_serve::units::{parse_duration, ByteSize};
 
 /// Serve `GET /<bytes>` over HTTP/3 (h3) and hq-interop, resuming
 /// congestion state from the tokens clients bring back (Careful Resume).
@@ -52,8 +52,8 @@ struct Args {
     #[arg(long)]
     small_packets: bool,
     /// Largest window Careful Resume may jump to (e.g. 4MiB).
-    #[arg(long, value_parser = parse_bytes)]
-    max_jump: Option<u64>,
+    #[arg(long)]
+    max_jump: Option<ByteSize>,
     /// Where saved sets are claimed (one connection per saved set):
     /// `memory` for this process alone, or `redis://HOST:PORT[/DB]`, one
     /// Redis a fleet of servers shares.
@@ -107,7 +107,7 @@ fn run(args: Args) -> Result<(), AppError> {
     let (token_keys, loaded) = load_key_ring(&args.token_key, args.rotate)?;
     let max_jump = args
         .max_jump
-        .map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+        .map(|b| usize::try_from(b.0).unwrap_or(usize::MAX));
     let mut server = Server::bind(ServerOptions {
         listen: args.listen,
         cert: args.cert,

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use cr_serve::ConnectionReport;
+
 use super::Server;
 use crate::error::AppError;
-use crate::report::ConnectionReport;
 
 /// A server running on a thread; dropping the handle stops it.
 pub struct ServerHandle {

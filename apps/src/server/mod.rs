@@ -9,9 +9,9 @@
 //! Resume.
 
 mod handle;
-mod session;
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,17 +21,16 @@ use std::time::{Duration, Instant, SystemTime};
 use cr_endpoint::ex_token::{KeyRing, MemoryGuard, Rng, SystemRng, TokenServer};
 use cr_endpoint::{ResumeServer, SharedGuard};
 
-use crate::app::Protocol;
+use cr_serve::{CongestionControl, ConnectionReport, Protocol, ServerSession};
+
 use crate::error::AppError;
 use crate::keys::KeyRingWatcher;
 use crate::net::{
-    recv_until, size_buffers, try_recv, Outbox, MAX_DATAGRAM, RECV_BUFFER, SOCKET_BUFFER_FLOOR,
+    drain_connection, recv_until, size_buffers, try_recv, Outbox, MAX_DATAGRAM, RECV_BUFFER,
+    SOCKET_BUFFER_FLOOR,
 };
-use crate::report::ConnectionReport;
-use crate::CongestionControl;
 
 pub use handle::ServerHandle;
-use session::Session;
 
 /// How long the loop sleeps at most, so a stop request is seen promptly.
 const MAX_WAIT: Duration = Duration::from_millis(50);
@@ -91,10 +90,17 @@ pub struct Server {
     qlog_dir: Option<PathBuf>,
     /// Connection IDs (original and ours) to session number.
     ids: HashMap<Vec<u8>, u64>,
-    sessions: HashMap<u64, Session>,
+    sessions: HashMap<u64, Serving>,
     next_session: u64,
     outbox: Outbox,
     rng: SystemRng,
+}
+
+/// A connection being served, and when its pacer lets it send again if it
+/// held a packet back.
+struct Serving {
+    session: ServerSession,
+    next_send: Option<Instant>,
 }
 
 fn quiche_config(options: &ServerOptions) -> Result<quiche::Config, AppError> {
@@ -203,11 +209,21 @@ impl Server {
                 };
             }
             let now = Instant::now();
-            for session in self.sessions.values_mut() {
-                if session.timeout_instant().is_some_and(|t| t <= now) {
-                    session.conn().on_timeout();
+            for serving in self.sessions.values_mut() {
+                let conn = serving.session.conn();
+                if conn.timeout_instant().is_some_and(|t| t <= now) {
+                    conn.on_timeout();
                 }
-                session.progress(&mut self.resume, &mut self.outbox, now);
+                let outbox = &mut self.outbox;
+                let flushed =
+                    serving
+                        .session
+                        .serve(&mut self.resume, now, SystemTime::now(), |conn| {
+                            let drained = drain_connection(conn, outbox);
+                            serving.next_send = drained.next_send;
+                            Ok::<_, Infallible>(drained.sent)
+                        });
+                let Ok(()) = flushed;
             }
             self.outbox.flush(&self.socket, Instant::now());
             self.reap(&mut on_report);
@@ -244,7 +260,7 @@ impl Server {
     fn next_deadline(&self, limit: Instant) -> Instant {
         self.sessions
             .values()
-            .flat_map(|s| [s.timeout_instant(), s.next_send()])
+            .flat_map(|s| [s.session.conn_ref().timeout_instant(), s.next_send])
             .flatten()
             .chain(self.outbox.next_release())
             .fold(limit, Instant::min)
@@ -262,17 +278,12 @@ impl Server {
                 None => return,
             },
         };
-        if let Some(session) = self.sessions.get_mut(&number) {
+        if let Some(serving) = self.sessions.get_mut(&number) {
             let info = quiche::RecvInfo {
                 from,
                 to: self.local,
             };
-            // The guard's answer must reach the connection before a packet
-            // that could make it jump.
-            session.poll_claim(&self.resume);
-            // A datagram quiche rejects is dropped; the connection carries on
-            // or, on a fatal error, closes and is reported.
-            let _ = session.conn().recv(datagram, info);
+            serving.session.recv(&self.resume, datagram, info);
         }
     }
 
@@ -299,7 +310,7 @@ impl Server {
         self.rng.fill(&mut cid).ok()?;
         let scid = quiche::ConnectionId::from_ref(&cid);
         let token = header.token.as_deref().unwrap_or_default();
-        let accepted = self
+        let mut accepted = self
             .resume
             .accept(
                 &scid,
@@ -311,14 +322,23 @@ impl Server {
                 SystemTime::now(),
             )
             .ok()?;
-        let session = Session::new(accepted, &header.dcid, self.qlog_dir.as_deref(), now)
-            .map_err(|e| log::warn!("connection from {from} not served: {e}"))
-            .ok()?;
+        if let Some(dir) = &self.qlog_dir {
+            crate::qlog::attach(&mut accepted.conn, dir, "server")
+                .map_err(|e| log::warn!("connection from {from} not served: {e}"))
+                .ok()?;
+        }
+        let session = ServerSession::new(accepted, &header.dcid, now);
         let number = self.next_session;
         self.next_session += 1;
         self.ids.insert(header.dcid.to_vec(), number);
         self.ids.insert(cid.to_vec(), number);
-        self.sessions.insert(number, session);
+        self.sessions.insert(
+            number,
+            Serving {
+                session,
+                next_send: None,
+            },
+        );
         Some(number)
     }
 
@@ -327,13 +347,13 @@ impl Server {
         let closed: Vec<u64> = self
             .sessions
             .iter()
-            .filter(|(_, s)| s.is_closed())
+            .filter(|(_, s)| s.session.conn_ref().is_closed())
             .map(|(&n, _)| n)
             .collect();
         let now = Instant::now();
         for number in closed {
-            if let Some(session) = self.sessions.remove(&number) {
-                on_report(session.report(now));
+            if let Some(serving) = self.sessions.remove(&number) {
+                on_report(serving.session.report(now));
             }
             self.ids.retain(|_, n| *n != number);
         }

@@ -1,17 +1,23 @@
-//! The applications both programs speak: `GET /<bytes>` over HTTP/3
-//! (quiche's h3 module) or over hq-interop (the interop runner's
-//! HTTP/0.9-over-QUIC: `GET /<n>\r\n` on a bidirectional stream, the body,
-//! FIN). The body is `<n>` zero bytes; only its size matters.
+//! The application both sides speak: `GET /<bytes>` over HTTP/3 (quiche's
+//! h3 module) or over hq-interop (the interop runner's HTTP/0.9 over QUIC:
+//! `GET /<n>\r\n` on a bidirectional stream, the body, FIN). The body is
+//! `<n>` zero bytes; only its size matters.
+//!
+//! The server never lets the sender go short of data and never buffers the
+//! whole object: it keeps about two congestion windows queued.
 
 mod h3;
 mod hq;
 
-use std::time::Instant;
+use crate::error::ServeError;
 
-use crate::error::AppError;
+/// A zero-filled chunk every response body is cut from. Its size is the
+/// largest piece handed to quiche at once, and so, over HTTP/3, the largest
+/// DATA frame.
+static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 
-/// A zero-filled chunk every response body is cut from.
-static ZEROS: [u8; 32 * 1024] = [0; 32 * 1024];
+/// Scratch space a client reads bodies into and discards.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// Longest request (hq-interop request line or HTTP/3 path) a server reads;
 /// anything longer is answered with an empty body.
@@ -23,7 +29,8 @@ pub enum Protocol {
     /// HTTP/3 (ALPN `h3`).
     H3,
     /// hq-interop (ALPN `hq-interop`), which quinn and most interop
-    /// clients speak without an HTTP/3 stack.
+    /// clients speak without an HTTP/3 stack: the transport with the least
+    /// framing on top.
     Hq,
 }
 
@@ -43,7 +50,7 @@ impl Protocol {
             .find(|p| p.alpn() == alpn)
     }
 
-    /// Its name in logs.
+    /// Its name in logs and reports.
     pub fn name(self) -> &'static str {
         match self {
             Protocol::H3 => "h3",
@@ -66,17 +73,19 @@ struct Reply {
 }
 
 /// Least unsent data a server keeps queued in quiche.
-const MIN_QUEUED: u64 = 512 * 1024;
+const MIN_WRITE_AHEAD: u64 = 1 << 20;
 
 /// How many more body bytes a server may hand to quiche, having handed
-/// `written` so far: enough to keep about two congestion windows queued
-/// beyond what was sent, so the sender is never application-limited (a
-/// resumed window would otherwise go unused) while quiche's send buffers
-/// stay small however large the object is.
-fn write_allowance(conn: &quiche::Connection, written: u64) -> u64 {
-    let cwnd = conn.path_stats().next().map_or(0, |p| p.cwnd as u64);
-    let target = conn.stats().sent_bytes + (2 * cwnd).max(MIN_QUEUED);
-    target.saturating_sub(written)
+/// `written` so far: enough to keep about two congestion windows (at least
+/// [`MIN_WRITE_AHEAD`]) queued beyond what was sent, so the sender is never
+/// application-limited (a resumed window would otherwise go unused), while
+/// quiche's send buffer, whose cost grows with the data it holds, stays
+/// small however large the object is.
+fn write_budget(conn: &quiche::Connection, written: u64) -> u64 {
+    let sent = conn.stats().sent_bytes;
+    let window = conn.path_stats().next().map_or(0, |p| p.cwnd as u64);
+    let ahead = window.saturating_mul(2).max(MIN_WRITE_AHEAD);
+    sent.saturating_add(ahead).saturating_sub(written)
 }
 
 /// What handing body bytes to the transport did.
@@ -89,8 +98,8 @@ enum Sent {
     Abandoned,
 }
 
-/// Writes as much of `reply` as the allowance and `send` take; true once
-/// the response is over (FIN handed over, or abandoned).
+/// Writes as much of `reply` as the budget and `send` take; true once the
+/// response is over (FIN handed over, or abandoned).
 ///
 /// `send(conn, stream_id, body, fin)` is the protocol's body writer.
 fn write_reply(
@@ -100,8 +109,8 @@ fn write_reply(
     mut send: impl FnMut(&mut quiche::Connection, u64, &[u8], bool) -> Sent,
 ) -> bool {
     loop {
-        let allowance = write_allowance(conn, served.body_bytes);
-        let chunk = reply.remaining.min(ZEROS.len() as u64).min(allowance) as usize;
+        let budget = write_budget(conn, served.body_bytes);
+        let chunk = reply.remaining.min(ZEROS.len() as u64).min(budget) as usize;
         let fin = chunk as u64 == reply.remaining;
         if chunk == 0 && !fin {
             return false;
@@ -111,8 +120,7 @@ fn write_reply(
                 reply.remaining -= written as u64;
                 served.body_bytes += written as u64;
                 if fin && written == chunk {
-                    served.pending -= 1;
-                    served.finished_streams.push(reply.stream_id);
+                    served.finish(reply.stream_id);
                     return true;
                 }
                 if written < chunk || written == 0 {
@@ -142,6 +150,18 @@ pub struct Served {
 }
 
 impl Served {
+    /// Counts a request whose response is about to be written.
+    fn start(&mut self) {
+        self.requests += 1;
+        self.pending += 1;
+    }
+
+    /// Counts a response handed to quiche up to its FIN.
+    fn finish(&mut self, stream_id: u64) {
+        self.pending -= 1;
+        self.finished_streams.push(stream_id);
+    }
+
     /// Whether at least one response was written completely and the peer
     /// acknowledged all of every response: quiche drops a stream's state
     /// once both directions are done and acknowledged.
@@ -176,7 +196,7 @@ impl ServerApp {
 
     /// Reads requests and writes responses as far as quiche accepts them.
     /// Errors mean the peer broke the protocol; the caller closes.
-    pub fn step(&mut self, conn: &mut quiche::Connection) -> Result<(), AppError> {
+    pub fn step(&mut self, conn: &mut quiche::Connection) -> Result<(), ServeError> {
         match self {
             ServerApp::H3(server) => server.step(conn),
             ServerApp::Hq(server) => server.step(conn),
@@ -192,65 +212,108 @@ impl ServerApp {
     }
 }
 
-/// How far a download has come.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Progress {
+/// How far a download has come, with times of the caller's clock `T` (an
+/// `Instant` on real sockets, virtual time in the simulator).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Progress<T> {
     /// Body bytes received.
     pub received: u64,
     /// When the first body byte arrived (or the empty body ended).
-    pub first_byte: Option<Instant>,
+    pub first_byte: Option<T>,
     /// When the body ended (FIN).
-    pub done: Option<Instant>,
+    pub done: Option<T>,
     /// The HTTP status (HTTP/3 only).
     pub status: Option<u16>,
+    /// `(time, bytes received so far)` after each read, kept only when
+    /// asked for ([`ClientApp::sampled`]), to measure throughput over time.
+    pub samples: Option<Vec<(T, u64)>>,
 }
 
-impl Progress {
-    fn add(&mut self, bytes: usize, now: Instant) {
-        if bytes > 0 {
-            self.received += bytes as u64;
-            self.first_byte.get_or_insert(now);
+impl<T: Copy + Ord> Progress<T> {
+    fn add(&mut self, bytes: usize, now: T) {
+        if bytes == 0 {
+            return;
+        }
+        self.received += bytes as u64;
+        self.first_byte.get_or_insert(now);
+        if let Some(samples) = &mut self.samples {
+            samples.push((now, self.received));
         }
     }
 
-    fn finish(&mut self, now: Instant) {
+    fn finish(&mut self, now: T) {
         self.first_byte.get_or_insert(now);
         self.done.get_or_insert(now);
+    }
+
+    /// Bytes received by `t` (from the samples; 0 without them).
+    pub fn received_by(&self, t: T) -> u64 {
+        let Some(samples) = &self.samples else {
+            return 0;
+        };
+        let after = samples.partition_point(|&(at, _)| at <= t);
+        after.checked_sub(1).map_or(0, |i| samples[i].1)
     }
 }
 
 /// The client side: one GET of `/<size>`.
-pub enum ClientApp {
-    /// Over HTTP/3.
+pub struct ClientApp<T> {
+    protocol: ClientProtocol,
+    progress: Progress<T>,
+}
+
+enum ClientProtocol {
     H3(Box<h3::Client>),
-    /// Over hq-interop.
     Hq(hq::Client),
 }
 
-impl ClientApp {
+impl<T: Copy + Ord> ClientApp<T> {
     /// A client that will fetch `size` bytes from `authority` over
     /// `protocol` once the handshake completes.
-    pub fn new(protocol: Protocol, size: u64, authority: &str) -> ClientApp {
-        match protocol {
-            Protocol::H3 => ClientApp::H3(Box::new(h3::Client::new(size, authority))),
-            Protocol::Hq => ClientApp::Hq(hq::Client::new(size)),
+    pub fn new(protocol: Protocol, size: u64, authority: &str) -> ClientApp<T> {
+        let protocol = match protocol {
+            Protocol::H3 => ClientProtocol::H3(Box::new(h3::Client::new(size, authority))),
+            Protocol::Hq => ClientProtocol::Hq(hq::Client::new(size)),
+        };
+        ClientApp {
+            protocol,
+            progress: Progress {
+                received: 0,
+                first_byte: None,
+                done: None,
+                status: None,
+                samples: None,
+            },
         }
     }
 
-    /// Sends the request when possible and reads what arrived.
-    pub fn step(&mut self, conn: &mut quiche::Connection, now: Instant) -> Result<(), AppError> {
-        match self {
-            ClientApp::H3(client) => client.step(conn, now),
-            ClientApp::Hq(client) => client.step(conn, now),
+    /// Also records the bytes received after each read
+    /// ([`Progress::samples`]).
+    pub fn sampled(mut self) -> ClientApp<T> {
+        self.progress.samples = Some(Vec::new());
+        self
+    }
+
+    /// Sends the request when possible and reads what arrived; does nothing
+    /// once the body is complete.
+    pub fn step(&mut self, conn: &mut quiche::Connection, now: T) -> Result<(), ServeError> {
+        if self.is_done() {
+            return Ok(());
+        }
+        match &mut self.protocol {
+            ClientProtocol::H3(client) => client.step(conn, now, &mut self.progress),
+            ClientProtocol::Hq(client) => client.step(conn, now, &mut self.progress),
         }
     }
 
     /// The download so far.
-    pub fn progress(&self) -> &Progress {
-        match self {
-            ClientApp::H3(client) => &client.progress,
-            ClientApp::Hq(client) => &client.progress,
-        }
+    pub fn progress(&self) -> &Progress<T> {
+        &self.progress
+    }
+
+    /// Whether the whole body arrived.
+    pub fn is_done(&self) -> bool {
+        self.progress.done.is_some()
     }
 }
 
@@ -273,5 +336,22 @@ mod tests {
             assert_eq!(Protocol::from_alpn(p.alpn()), Some(p));
         }
         assert_eq!(Protocol::from_alpn(b"h2"), None);
+    }
+
+    #[test]
+    fn samples_tell_the_bytes_by_a_time() {
+        let mut progress = Progress::<u32> {
+            samples: Some(Vec::new()),
+            ..Progress::default()
+        };
+        progress.add(100, 10);
+        progress.add(0, 15);
+        progress.add(50, 20);
+        assert_eq!(progress.first_byte, Some(10));
+        assert_eq!(progress.received_by(9), 0);
+        assert_eq!(progress.received_by(19), 100);
+        assert_eq!(progress.received_by(20), 150);
+        progress.finish(30);
+        assert_eq!((progress.first_byte, progress.done), (Some(10), Some(30)));
     }
 }

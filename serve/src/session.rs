@@ -1,24 +1,30 @@
-//! One server-side connection: the quiche connection with its token
-//! outcome, the application serving it, and what goes into its report.
+//! One server-side connection as `cr-server` and the simulator both serve
+//! it: the quiche connection with its token's outcome, the application
+//! chosen by ALPN, the order in which Careful Resume's housekeeping, the
+//! application and sending take turns, and what goes into its report.
+//!
+//! The caller owns the sockets (or the simulated link) and the clock: it
+//! hands datagrams in with [`ServerSession::recv`], fires timers, and gives
+//! [`ServerSession::serve`] a `flush` that sends what quiche has ready.
 
-use std::path::Path;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use cr_endpoint::careful_resume::Phase;
-use cr_endpoint::ex_token::{SystemRng, TokenGuard};
+use cr_endpoint::ex_token::{Rng, TokenGuard};
 use cr_endpoint::{Accepted, ResumeServer};
 
 use crate::app::{Protocol, ServerApp};
-use crate::error::AppError;
-use crate::net::{drain_connection, Outbox};
 use crate::report::ConnectionReport;
 
 /// Application error code for a peer that broke the application protocol
 /// (H3_GENERAL_PROTOCOL_ERROR; hq-interop has no codes of its own).
 const APP_PROTOCOL_ERROR: u64 = 0x101;
 
+/// H3_NO_ERROR, the code of an HTTP/3 connection closed cleanly.
+const H3_NO_ERROR: u64 = 0x100;
+
 /// A connection being served.
-pub struct Session {
+pub struct ServerSession {
     accepted: Accepted,
     app: Option<ServerApp>,
     protocol: Option<Protocol>,
@@ -27,33 +33,24 @@ pub struct Session {
     completed: Option<Instant>,
     /// The destination connection ID of the client's first Initial (hex).
     client_dcid: String,
-    /// When the pacer lets the connection send again, if it held a packet.
-    next_send: Option<Instant>,
+    /// Why the application gave up on the peer, if it did.
+    app_error: Option<String>,
 }
 
-impl Session {
-    /// Wraps a connection `ResumeServer::accept` returned; `started` is when
-    /// its first datagram arrived.
-    pub fn new(
-        accepted: Accepted,
-        client_dcid: &[u8],
-        qlog_dir: Option<&Path>,
-        started: Instant,
-    ) -> Result<Session, AppError> {
-        let client_dcid = client_dcid.iter().map(|b| format!("{b:02x}")).collect();
-        let mut session = Session {
+impl ServerSession {
+    /// Wraps a connection [`ResumeServer::accept`] returned for a client
+    /// whose first Initial was addressed to `client_dcid`; `started` is when
+    /// that Initial arrived.
+    pub fn new(accepted: Accepted, client_dcid: &[u8], started: Instant) -> ServerSession {
+        ServerSession {
             accepted,
             app: None,
             protocol: None,
             started,
             completed: None,
-            client_dcid,
-            next_send: None,
-        };
-        if let Some(dir) = qlog_dir {
-            crate::qlog::attach(&mut session.accepted.conn, dir, "server")?;
+            client_dcid: client_dcid.iter().map(|b| format!("{b:02x}")).collect(),
+            app_error: None,
         }
-        Ok(session)
     }
 
     /// The quiche connection.
@@ -61,44 +58,61 @@ impl Session {
         &mut self.accepted.conn
     }
 
-    /// When quiche's next timer fires.
-    pub fn timeout_instant(&self) -> Option<Instant> {
-        self.accepted.conn.timeout_instant()
+    /// The quiche connection, read-only.
+    pub fn conn_ref(&self) -> &quiche::Connection {
+        &self.accepted.conn
     }
 
-    /// When the connection's pacer lets it send its next packet, if the last
-    /// [`Session::progress`] left one held back.
-    pub fn next_send(&self) -> Option<Instant> {
-        self.next_send
+    /// What the client's token allowed, and the connection.
+    pub fn accepted(&self) -> &Accepted {
+        &self.accepted
     }
 
-    /// Whether the connection has ended.
-    pub fn is_closed(&self) -> bool {
-        self.accepted.conn.is_closed()
+    /// Why the application closed the connection, if the peer broke the
+    /// application protocol.
+    pub fn app_error(&self) -> Option<&str> {
+        self.app_error.as_deref()
     }
 
-    /// Hands the guard's answer to a connection whose claim of a saved set
-    /// was pending ([`ResumeServer::poll_claim`]).
-    pub fn poll_claim<G: TokenGuard>(&mut self, resume: &ResumeServer<SystemRng, G>) {
-        resume.poll_claim(&mut self.accepted.conn, &mut self.accepted.session);
-    }
-
-    /// Brings the connection forward after a receive or timeout: runs the
-    /// application, sends tokens, records Careful Resume's phase, and
-    /// queues whatever quiche wants to send.
-    pub fn progress<G: TokenGuard>(
+    /// Hands a datagram from the client to quiche, after the guard's answer
+    /// to a pending claim of the saved set ([`ResumeServer::poll_claim`]),
+    /// which must reach the connection before a packet that could make it
+    /// jump. A datagram quiche rejects is dropped, as on a real socket; a
+    /// fatal error closes the connection, which its report tells.
+    pub fn recv<R: Rng, G: TokenGuard>(
         &mut self,
-        resume: &mut ResumeServer<SystemRng, G>,
-        outbox: &mut Outbox,
-        now: Instant,
+        resume: &ResumeServer<R, G>,
+        datagram: &mut [u8],
+        info: quiche::RecvInfo,
     ) {
-        self.run_app(now);
-        resume.on_progress(
-            &mut self.accepted.conn,
-            &mut self.accepted.session,
-            SystemTime::now(),
-        );
-        self.next_send = drain_connection(&mut self.accepted.conn, outbox);
+        resume.poll_claim(&mut self.accepted.conn, &mut self.accepted.session);
+        let _ = self.accepted.conn.recv(datagram, info);
+    }
+
+    /// Brings the connection forward after a receive or a timeout: Careful
+    /// Resume's housekeeping (tokens for the next connection, the claim's
+    /// answer), then the application, then `flush`, which sends what quiche
+    /// has ready and says how many datagrams that was.
+    ///
+    /// quiche lets the application write only what the congestion window
+    /// has room for, and sending can open the window (a Careful Resume jump
+    /// happens on a packet sent): after a flush that sent something, the
+    /// application gets one more turn to use the room.
+    pub fn serve<R: Rng, G: TokenGuard, E>(
+        &mut self,
+        resume: &mut ResumeServer<R, G>,
+        now: Instant,
+        wall: SystemTime,
+        mut flush: impl FnMut(&mut quiche::Connection) -> Result<usize, E>,
+    ) -> Result<(), E> {
+        resume.on_progress(&mut self.accepted.conn, &mut self.accepted.session, wall);
+        for _ in 0..2 {
+            self.run_app(now);
+            if flush(&mut self.accepted.conn)? == 0 {
+                break;
+            }
+        }
+        Ok(())
     }
 
     fn run_app(&mut self, now: Instant) {
@@ -119,6 +133,7 @@ impl Session {
         if let Err(e) = app.step(conn) {
             let reason = e.to_string();
             let _ = conn.close(true, APP_PROTOCOL_ERROR, reason.as_bytes());
+            self.app_error.get_or_insert(reason);
             return;
         }
         if app.served().all_acknowledged(conn) {
@@ -126,6 +141,12 @@ impl Session {
         } else {
             self.completed = None;
         }
+    }
+
+    /// From the client's first packet to the moment every response so far
+    /// was acknowledged, if all are.
+    pub fn completion(&self) -> Option<Duration> {
+        self.completed.map(|at| at - self.started)
     }
 
     /// The report of a connection that ended at `now`.
@@ -137,7 +158,7 @@ impl Session {
             .peer_error()
             .map(|e| ("peer", e))
             .or(conn.local_error().map(|e| ("local", e)))
-            .filter(|(_, e)| !(e.error_code == 0 || e.is_app && e.error_code == 0x100))
+            .filter(|(_, e)| !(e.error_code == 0 || e.is_app && e.error_code == H3_NO_ERROR))
             .map(|(side, e)| {
                 format!(
                     "{side}:{}{:#x}:{}",
@@ -168,8 +189,8 @@ impl Session {
             jump_window: resume.jump_window,
             requests: served.map_or(0, |s| s.requests),
             body_bytes: served.map_or(0, |s| s.body_bytes),
-            completion: self.completed.map(|at| at - self.started),
-            lifetime: now - self.started,
+            completion: self.completion(),
+            lifetime: now.saturating_duration_since(self.started),
             packets: (stats.sent, stats.lost),
             error,
         }

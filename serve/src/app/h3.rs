@@ -1,15 +1,13 @@
 //! HTTP/3 through quiche's h3 module: `GET /<n>` answered with status 200
 //! and `n` bytes, any other request with 404 and no body.
 
-use std::time::Instant;
-
 use quiche::h3::NameValue;
 
-use super::{requested_size, write_reply, Progress, Reply, Sent, Served, MAX_REQUEST};
-use crate::error::AppError;
+use super::{requested_size, write_reply, Progress, Reply, Sent, Served, MAX_REQUEST, READ_CHUNK};
+use crate::error::ServeError;
 
 /// Both sides use quiche's default HTTP/3 settings.
-fn h3_config() -> Result<quiche::h3::Config, AppError> {
+fn h3_config() -> Result<quiche::h3::Config, ServeError> {
     Ok(quiche::h3::Config::new()?)
 }
 
@@ -36,7 +34,7 @@ pub struct Server {
 
 impl Server {
     /// Reads requests and writes as much of the responses as allowed.
-    pub fn step(&mut self, conn: &mut quiche::Connection) -> Result<(), AppError> {
+    pub fn step(&mut self, conn: &mut quiche::Connection) -> Result<(), ServeError> {
         if self.h3.is_none() && conn.is_established() {
             self.h3 = Some(quiche::h3::Connection::with_transport(conn, &h3_config()?)?);
         }
@@ -46,8 +44,7 @@ impl Server {
         loop {
             match h3.poll(conn) {
                 Ok((stream_id, quiche::h3::Event::Headers { list, .. })) => {
-                    self.served.requests += 1;
-                    self.served.pending += 1;
+                    self.served.start();
                     // u64::MAX marks "not found": no body, status 404.
                     let remaining = request_size(&list).unwrap_or(u64::MAX);
                     self.unanswered.push(Reply {
@@ -70,31 +67,25 @@ impl Server {
         let replies = &mut self.replies;
         self.unanswered.retain_mut(|reply| {
             let found = reply.remaining != u64::MAX;
-            if !found {
-                reply.remaining = 0;
-            }
-            let length = reply.remaining.to_string();
+            let length = if found { reply.remaining } else { 0 };
+            let length_text = length.to_string();
             let headers = [
                 quiche::h3::Header::new(b":status", if found { b"200" } else { b"404" }),
-                quiche::h3::Header::new(b"content-length", length.as_bytes()),
+                quiche::h3::Header::new(b"content-length", length_text.as_bytes()),
             ];
-            let empty = reply.remaining == 0;
+            let empty = length == 0;
             match h3.send_response(conn, reply.stream_id, &headers, empty) {
                 Ok(()) if empty => {
-                    served.pending -= 1;
-                    served.finished_streams.push(reply.stream_id);
+                    served.finish(reply.stream_id);
                     false
                 }
                 Ok(()) => {
                     replies.push(*reply);
                     false
                 }
-                Err(quiche::h3::Error::StreamBlocked | quiche::h3::Error::Done) => {
-                    if !found {
-                        reply.remaining = u64::MAX;
-                    }
-                    true
-                }
+                // No room for the headers yet: try again on the next step.
+                Err(quiche::h3::Error::StreamBlocked | quiche::h3::Error::Done) => true,
+                // The client reset the request: nothing to answer.
                 Err(_) => {
                     served.pending -= 1;
                     false
@@ -123,7 +114,7 @@ pub struct Client {
     path: String,
     authority: String,
     request: Option<u64>,
-    pub(super) progress: Progress,
+    buf: Vec<u8>,
 }
 
 impl Client {
@@ -134,12 +125,17 @@ impl Client {
             path: format!("/{size}"),
             authority: authority.to_string(),
             request: None,
-            progress: Progress::default(),
+            buf: vec![0; READ_CHUNK],
         }
     }
 
     /// Sends the request once the handshake is done and reads the body.
-    pub fn step(&mut self, conn: &mut quiche::Connection, now: Instant) -> Result<(), AppError> {
+    pub fn step<T: Copy + Ord>(
+        &mut self,
+        conn: &mut quiche::Connection,
+        now: T,
+        progress: &mut Progress<T>,
+    ) -> Result<(), ServeError> {
         if self.h3.is_none() && conn.is_established() {
             self.h3 = Some(quiche::h3::Connection::with_transport(conn, &h3_config()?)?);
         }
@@ -152,7 +148,6 @@ impl Client {
                 quiche::h3::Header::new(b":scheme", b"https"),
                 quiche::h3::Header::new(b":authority", self.authority.as_bytes()),
                 quiche::h3::Header::new(b":path", self.path.as_bytes()),
-                quiche::h3::Header::new(b"user-agent", b"cr-client"),
             ];
             match h3.send_request(conn, &headers, true) {
                 Ok(stream_id) => self.request = Some(stream_id),
@@ -160,32 +155,33 @@ impl Client {
                 Err(e) => return Err(e.into()),
             }
         }
-        let mut buf = [0u8; 64 * 1024];
         loop {
             match h3.poll(conn) {
                 Ok((stream_id, quiche::h3::Event::Headers { list, .. }))
                     if Some(stream_id) == self.request =>
                 {
-                    self.progress.status = list
+                    progress.status = list
                         .iter()
                         .find(|h| h.name() == b":status")
                         .and_then(|h| std::str::from_utf8(h.value()).ok())
                         .and_then(|s| s.parse().ok());
                 }
-                Ok((stream_id, quiche::h3::Event::Data)) => {
-                    while let Ok(read) = h3.recv_body(conn, stream_id, &mut buf) {
-                        if Some(stream_id) == self.request {
-                            self.progress.add(read, now);
-                        }
+                Ok((stream_id, quiche::h3::Event::Data)) => loop {
+                    match h3.recv_body(conn, stream_id, &mut self.buf) {
+                        Ok(read) if Some(stream_id) == self.request => progress.add(read, now),
+                        Ok(_) => {}
+                        Err(quiche::h3::Error::Done) => break,
+                        Err(e) => return Err(e.into()),
                     }
-                }
+                },
                 Ok((stream_id, quiche::h3::Event::Finished)) if Some(stream_id) == self.request => {
-                    self.progress.finish(now);
+                    progress.finish(now);
+                    return Ok(());
                 }
                 Ok((stream_id, quiche::h3::Event::Reset(code)))
                     if Some(stream_id) == self.request =>
                 {
-                    return Err(AppError::Invalid(format!(
+                    return Err(ServeError::Peer(format!(
                         "the server reset the request (error {code})"
                     )));
                 }

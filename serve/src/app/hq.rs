@@ -4,10 +4,9 @@
 //! understand gets an empty body.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Instant;
 
-use super::{requested_size, write_reply, Progress, Reply, Sent, Served, MAX_REQUEST};
-use crate::error::AppError;
+use super::{requested_size, write_reply, Progress, Reply, Sent, Served, MAX_REQUEST, READ_CHUNK};
+use crate::error::ServeError;
 
 /// Whether a stream id is bidirectional and opened by the client.
 fn is_client_bidi(stream_id: u64) -> bool {
@@ -37,7 +36,7 @@ pub struct Server {
 
 impl Server {
     /// Reads requests and writes as much of the responses as allowed.
-    pub fn step(&mut self, conn: &mut quiche::Connection) -> Result<(), AppError> {
+    pub fn step(&mut self, conn: &mut quiche::Connection) -> Result<(), ServeError> {
         let mut buf = [0u8; 2048];
         let readable: Vec<u64> = conn.readable().collect();
         for stream_id in readable {
@@ -53,8 +52,7 @@ impl Server {
                 if complete {
                     let line = self.partial.remove(&stream_id).unwrap_or_default();
                     self.answered.insert(stream_id);
-                    self.served.requests += 1;
-                    self.served.pending += 1;
+                    self.served.start();
                     self.replies.push(Reply {
                         stream_id,
                         remaining: parse_request(&line),
@@ -62,11 +60,6 @@ impl Server {
                 }
             }
         }
-        self.write(conn);
-        Ok(())
-    }
-
-    fn write(&mut self, conn: &mut quiche::Connection) {
         let served = &mut self.served;
         self.replies.retain_mut(|reply| {
             !write_reply(conn, reply, served, |conn, id, body, fin| {
@@ -78,6 +71,7 @@ impl Server {
                 }
             })
         });
+        Ok(())
     }
 }
 
@@ -85,7 +79,7 @@ impl Server {
 pub struct Client {
     request: Vec<u8>,
     sent: usize,
-    pub(super) progress: Progress,
+    buf: Vec<u8>,
 }
 
 /// The stream the client's one request goes on.
@@ -97,13 +91,18 @@ impl Client {
         Client {
             request: format!("GET /{size}\r\n").into_bytes(),
             sent: 0,
-            progress: Progress::default(),
+            buf: vec![0; READ_CHUNK],
         }
     }
 
     /// Sends the request once the handshake is done and reads the body.
-    pub fn step(&mut self, conn: &mut quiche::Connection, now: Instant) -> Result<(), AppError> {
-        if !conn.is_established() || self.progress.done.is_some() {
+    pub fn step<T: Copy + Ord>(
+        &mut self,
+        conn: &mut quiche::Connection,
+        now: T,
+        progress: &mut Progress<T>,
+    ) -> Result<(), ServeError> {
+        if !conn.is_established() {
             return Ok(());
         }
         if self.sent < self.request.len() {
@@ -113,13 +112,12 @@ impl Client {
                 Err(e) => return Err(e.into()),
             }
         }
-        let mut buf = [0u8; 64 * 1024];
         loop {
-            match conn.stream_recv(STREAM, &mut buf) {
+            match conn.stream_recv(STREAM, &mut self.buf) {
                 Ok((read, fin)) => {
-                    self.progress.add(read, now);
+                    progress.add(read, now);
                     if fin {
-                        self.progress.finish(now);
+                        progress.finish(now);
                         return Ok(());
                     }
                 }

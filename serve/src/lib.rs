@@ -1,0 +1,27 @@
+//! What a quiche-cr server and client do over a `quiche::Connection`, in one
+//! place for the real-socket programs (`cr-apps`) and the simulator
+//! (`cr-sim`), so that a figure the simulator measures describes the code
+//! `cr-server` runs.
+//!
+//! - [`session`]: one server-side connection as both drive it: the token's
+//!   outcome, the application serving it, the order of housekeeping,
+//!   serving and sending, and its [`report`].
+//! - [`app`]: `GET /<bytes>` over HTTP/3 and hq-interop, server and client.
+//! - [`cc`]: the congestion controller a server runs, by name.
+//! - [`units`]: byte sizes, rates, durations and probabilities as the
+//!   command lines take them.
+//!
+//! Everything is sans-IO: callers pass the time and do the sending.
+
+pub mod app;
+pub mod cc;
+pub mod error;
+pub mod report;
+pub mod session;
+pub mod units;
+
+pub use app::Protocol;
+pub use cc::CongestionControl;
+pub use error::ServeError;
+pub use report::ConnectionReport;
+pub use session::ServerSession;
