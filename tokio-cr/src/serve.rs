@@ -16,7 +16,7 @@ use tokio_quiche::buf_factory::BufFactory;
 use tokio_quiche::http3::driver::{H3Event, IncomingH3Headers, OutboundFrame, ServerH3Event};
 use tokio_quiche::http3::settings::Http3Settings;
 use tokio_quiche::metrics::DefaultMetrics;
-use tokio_quiche::quiche::h3::{self, NameValue};
+use tokio_quiche::quiche::h3;
 use tokio_quiche::settings::{CertificateKind, Hooks, QuicSettings, TlsCertificatePaths};
 use tokio_quiche::{ConnectionParams, QuicConnectionStream, ServerH3Controller, ServerH3Driver};
 
@@ -163,13 +163,8 @@ async fn serve(mut controller: ServerH3Controller) {
 
 /// `GET /<bytes>`: 200 and that many bytes; anything else: 404.
 async fn respond(request: IncomingH3Headers) {
-    let size = request
-        .headers
-        .iter()
-        .find(|h| h.name() == b":path")
-        .and_then(|h| std::str::from_utf8(h.value()).ok())
-        .and_then(|path| path.strip_prefix('/'))
-        .and_then(|n| n.parse::<usize>().ok());
+    let size = cr_serve::app::request_size(&request.headers)
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let mut send = request.send;
     let status: &[u8] = if size.is_some() { b"200" } else { b"404" };
     let size = size.unwrap_or(0);

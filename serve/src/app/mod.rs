@@ -9,6 +9,8 @@
 mod h3;
 mod hq;
 
+pub use h3::request_size;
+
 use crate::error::ServeError;
 
 /// A zero-filled chunk every response body is cut from. Its size is the
