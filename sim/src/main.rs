@@ -4,7 +4,7 @@
 //! cr-sim run --rate 10mbit --rtt 800ms --size 1MiB [--cc cubic|reno|bbr2] [--loss P]
 //!            [--loss-window FROM..TO:P] [--rate2 R] [--rtt2 T] [--queue SIZE|xBDP]
 //!            [--gap T] [--seed N] [--app h3|hq] [--no-resume] [--competing]
-//!            [--qlog-dir DIR] [--plot FILE.svg] [--json]
+//!            [--qlog-dir DIR] [--plot FILE.svg] [--json] [--server-log]
 //! cr-sim suite [--json]
 //! cr-sim demo [--out DIR]
 //! ```
@@ -130,6 +130,10 @@ struct RunArgs {
     /// Print the report as JSON (schema in the crate documentation).
     #[arg(long)]
     json: bool,
+    /// Also print each connection's line as `cr-server` logs it (the same
+    /// server code made it), on standard error, to set beside a real run.
+    #[arg(long)]
+    server_log: bool,
 }
 
 impl RunArgs {
@@ -186,6 +190,15 @@ fn run(command: Command) -> Result<(), String> {
             }
             if let Some(svg) = &args.plot {
                 output::plot(&outcome, "", svg).map_err(|e| e.to_string())?;
+            }
+            if args.server_log {
+                for line in outcome
+                    .connections
+                    .iter()
+                    .filter_map(|c| c.server_report.as_ref())
+                {
+                    eprintln!("cr-server: {line}");
+                }
             }
             let report = Report::of(&outcome);
             if args.json {

@@ -40,7 +40,7 @@ fn geo_session_completes_both_connections_above_the_physical_limit() {
 }
 
 #[test]
-fn raw_stream_app_downloads_the_whole_object() {
+fn hq_interop_app_downloads_the_whole_object() {
     let r = report(&Scenario {
         app: Protocol::Hq,
         rtt: Duration::from_millis(50),
@@ -182,4 +182,35 @@ fn ten_mib_geo_session_simulates_in_bounded_wall_time() {
         session < Duration::from_secs(2),
         "the 10 MiB session took {session:?} of wall time"
     );
+}
+
+#[test]
+fn the_server_reports_each_connection_as_cr_server_logs_it() {
+    let scenario = Scenario {
+        rtt: Duration::from_millis(100),
+        size: 500_000,
+        ..Scenario::default()
+    };
+    let outcome = cr_sim::run_session(&scenario, false).expect("the session runs");
+    let report = Report::of(&outcome);
+    let lines: Vec<_> = outcome
+        .connections
+        .iter()
+        .map(|c| c.server_report.as_ref().expect("the server had a side"))
+        .collect();
+    for (line, json) in lines.iter().zip(&report.connections) {
+        assert_eq!(line.protocol, Some(Protocol::H3));
+        assert_eq!((line.requests, line.body_bytes), (1, 500_000));
+        assert_eq!(line.packets.0 as u64, json.packets_sent);
+        assert!(line.completion.is_some(), "every response acknowledged");
+    }
+    assert!(!lines[0].token_presented && !lines[0].engaged());
+    assert!(lines[1].token_presented && lines[1].address_validated);
+    assert!(lines[1].engaged(), "{}", lines[1]);
+    let saved = lines[1].resume.as_ref().expect("resumed from a saved set");
+    let presented = report.connections[1]
+        .token_presented
+        .as_ref()
+        .expect("token");
+    assert_eq!(saved.saved_cwnd as u64, presented.capacity_bytes);
 }
