@@ -103,6 +103,28 @@ struct Serving {
     next_send: Option<Instant>,
 }
 
+impl Serving {
+    /// Fires the connection's timer if it is due, then serves it
+    /// ([`ServerSession::serve`]), queueing what it sends in `outbox`.
+    fn step(
+        &mut self,
+        resume: &mut ResumeServer<SystemRng, SharedGuard>,
+        outbox: &mut Outbox,
+        now: Instant,
+    ) {
+        let conn = self.session.conn();
+        if conn.timeout_instant().is_some_and(|t| t <= now) {
+            conn.on_timeout();
+        }
+        let next_send = &mut self.next_send;
+        let Ok(()) = self.session.serve(resume, now, SystemTime::now(), |conn| {
+            let drained = drain_connection(conn, outbox);
+            *next_send = drained.next_send;
+            Ok::<_, Infallible>(drained.sent)
+        });
+    }
+}
+
 fn quiche_config(options: &ServerOptions) -> Result<quiche::Config, AppError> {
     let path = |p: &Path| {
         p.to_str()
@@ -210,20 +232,7 @@ impl Server {
             }
             let now = Instant::now();
             for serving in self.sessions.values_mut() {
-                let conn = serving.session.conn();
-                if conn.timeout_instant().is_some_and(|t| t <= now) {
-                    conn.on_timeout();
-                }
-                let outbox = &mut self.outbox;
-                let flushed =
-                    serving
-                        .session
-                        .serve(&mut self.resume, now, SystemTime::now(), |conn| {
-                            let drained = drain_connection(conn, outbox);
-                            serving.next_send = drained.next_send;
-                            Ok::<_, Infallible>(drained.sent)
-                        });
-                let Ok(()) = flushed;
+                serving.step(&mut self.resume, &mut self.outbox, now);
             }
             self.outbox.flush(&self.socket, Instant::now());
             self.reap(&mut on_report);
