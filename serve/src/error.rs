@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// A failure of an application running over a `quiche::Connection`.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServeError {
     /// quiche refused an operation.
     Quic(quiche::Error),

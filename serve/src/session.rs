@@ -14,6 +14,7 @@ use cr_endpoint::ex_token::{Rng, TokenGuard};
 use cr_endpoint::{Accepted, ResumeServer};
 
 use crate::app::{Protocol, ServerApp};
+use crate::error::ServeError;
 use crate::report::ConnectionReport;
 
 /// Application error code for a peer that broke the application protocol
@@ -34,7 +35,7 @@ pub struct ServerSession {
     /// The destination connection ID of the client's first Initial (hex).
     client_dcid: String,
     /// Why the application gave up on the peer, if it did.
-    app_error: Option<String>,
+    app_error: Option<ServeError>,
 }
 
 impl ServerSession {
@@ -63,15 +64,10 @@ impl ServerSession {
         &self.accepted.conn
     }
 
-    /// What the client's token allowed, and the connection.
-    pub fn accepted(&self) -> &Accepted {
-        &self.accepted
-    }
-
     /// Why the application closed the connection, if the peer broke the
     /// application protocol.
-    pub fn app_error(&self) -> Option<&str> {
-        self.app_error.as_deref()
+    pub fn app_error(&self) -> Option<&ServeError> {
+        self.app_error.as_ref()
     }
 
     /// Hands a datagram from the client to quiche, after the guard's answer
@@ -131,9 +127,8 @@ impl ServerSession {
             return;
         };
         if let Err(e) = app.step(conn) {
-            let reason = e.to_string();
-            let _ = conn.close(true, APP_PROTOCOL_ERROR, reason.as_bytes());
-            self.app_error.get_or_insert(reason);
+            let _ = conn.close(true, APP_PROTOCOL_ERROR, e.to_string().as_bytes());
+            self.app_error.get_or_insert(e);
             return;
         }
         if app.served().all_acknowledged(conn) {

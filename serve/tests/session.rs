@@ -76,30 +76,37 @@ impl Pair {
         }
     }
 
+    /// The session of a client whose first Initial is `initial`, started
+    /// at `started`; and the destination connection ID the Initial carried.
+    fn accept(&mut self, initial: &mut [u8], started: Instant) -> (ServerSession, Vec<u8>) {
+        let header = quiche::Header::from_slice(initial, quiche::MAX_CONN_ID_LEN).expect("Initial");
+        let scid = quiche::ConnectionId::from_ref(&[9; 16]);
+        let accepted = self
+            .resume
+            .accept(
+                &scid,
+                None,
+                self.server_addr,
+                self.client_addr,
+                &[],
+                &mut self.server_config,
+                SystemTime::now(),
+            )
+            .expect("accept");
+        let dcid = header.dcid.to_vec();
+        (ServerSession::new(accepted, &dcid, started), dcid)
+    }
+
     /// Moves everything the client has to send to the server, serves, and
     /// moves the answer back.
     fn exchange(&mut self) {
         let mut out = [0u8; 1500];
         while let Ok((len, _)) = self.client.send(&mut out) {
             let datagram = &mut out[..len];
-            let session = self.session.get_or_insert_with(|| {
-                let header =
-                    quiche::Header::from_slice(datagram, quiche::MAX_CONN_ID_LEN).expect("Initial");
-                let scid = quiche::ConnectionId::from_ref(&[9; 16]);
-                let accepted = self
-                    .resume
-                    .accept(
-                        &scid,
-                        None,
-                        self.server_addr,
-                        self.client_addr,
-                        &[],
-                        &mut self.server_config,
-                        SystemTime::now(),
-                    )
-                    .expect("accept");
-                ServerSession::new(accepted, &header.dcid, Instant::now())
-            });
+            if self.session.is_none() {
+                self.session = Some(self.accept(datagram, Instant::now()).0);
+            }
+            let session = self.session.as_mut().expect("accepted above");
             let info = quiche::RecvInfo {
                 from: self.client_addr,
                 to: self.server_addr,
@@ -221,28 +228,13 @@ fn a_session_without_a_handshake_reports_no_protocol() {
     let mut pair = Pair::new(Protocol::H3);
     let mut out = [0u8; 1500];
     let (len, _) = pair.client.send(&mut out).expect("an Initial");
-    let header =
-        quiche::Header::from_slice(&mut out[..len], quiche::MAX_CONN_ID_LEN).expect("Initial");
-    let scid = quiche::ConnectionId::from_ref(&[9; 16]);
-    let accepted = pair
-        .resume
-        .accept(
-            &scid,
-            None,
-            pair.server_addr,
-            pair.client_addr,
-            &[],
-            &mut pair.server_config,
-            SystemTime::now(),
-        )
-        .expect("accept");
     let started = Instant::now();
-    let session = ServerSession::new(accepted, &header.dcid, started);
+    let (session, dcid) = pair.accept(&mut out[..len], started);
     let report = session.report(started + Duration::from_secs(3));
     assert_eq!(report.protocol, None);
     assert_eq!((report.requests, report.body_bytes), (0, 0));
     assert_eq!(report.completion, None);
     assert_eq!(report.lifetime, Duration::from_secs(3));
-    let dcid: String = header.dcid.iter().map(|b| format!("{b:02x}")).collect();
+    let dcid: String = dcid.iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(report.client_dcid, dcid);
 }

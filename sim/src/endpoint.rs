@@ -240,7 +240,7 @@ impl SimServer {
         let session = &mut connection.session;
         session.serve(&mut self.resume, now.instant, now.wall, flush)?;
         match session.app_error() {
-            Some(why) => Err(SimError::Stalled(format!("the server closed: {why}"))),
+            Some(e) => Err(SimError::App(e.clone())),
             None => Ok(()),
         }
     }

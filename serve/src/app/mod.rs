@@ -216,7 +216,7 @@ impl ServerApp {
 
 /// How far a download has come, with times of the caller's clock `T` (an
 /// `Instant` on real sockets, virtual time in the simulator).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Progress<T> {
     /// Body bytes received.
     pub received: u64,
@@ -229,6 +229,19 @@ pub struct Progress<T> {
     /// `(time, bytes received so far)` after each read, kept only when
     /// asked for ([`ClientApp::sampled`]), to measure throughput over time.
     pub samples: Option<Vec<(T, u64)>>,
+}
+
+impl<T> Default for Progress<T> {
+    /// Nothing received yet, no samples kept.
+    fn default() -> Self {
+        Progress {
+            received: 0,
+            first_byte: None,
+            done: None,
+            status: None,
+            samples: None,
+        }
+    }
 }
 
 impl<T: Copy + Ord> Progress<T> {
@@ -279,13 +292,7 @@ impl<T: Copy + Ord> ClientApp<T> {
         };
         ClientApp {
             protocol,
-            progress: Progress {
-                received: 0,
-                first_byte: None,
-                done: None,
-                status: None,
-                samples: None,
-            },
+            progress: Progress::default(),
         }
     }
 
