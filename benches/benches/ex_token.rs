@@ -26,10 +26,9 @@ fn now() -> SystemTime {
 fn bench_tokens(c: &mut Criterion) {
     let mut server = server();
     let client = "192.0.2.1:4433".parse().expect("address");
-    let lifetime = Duration::from_secs(3600);
     let token = server
-        .new_saved_set(now(), lifetime)
-        .and_then(|set| server.mint_bdp_token(client, &SAVED, set))
+        .new_saved_set(client, now())
+        .and_then(|set| server.mint_bdp_token(client, &SAVED, &set))
         .expect("mint");
 
     c.bench_function("ex_token/decode", |b| {
@@ -45,8 +44,8 @@ fn bench_tokens(c: &mut Criterion) {
     });
 
     c.bench_function("ex_token/mint_bdp", |b| {
-        let set = server.new_saved_set(now(), lifetime).expect("set");
-        b.iter(|| server.mint_bdp_token(black_box(client), &SAVED, set))
+        let set = server.new_saved_set(client, now()).expect("set");
+        b.iter(|| server.mint_bdp_token(black_box(client), &SAVED, &set))
     });
 
     // Each iteration gets a fresh guard, built outside the timing, so the

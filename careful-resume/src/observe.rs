@@ -103,6 +103,10 @@ pub struct Observation {
     /// until the connection measures more. A client that presents the older
     /// of its two newest tokens (quinn) gets it only if it is sent twice.
     pub settled: bool,
+    /// Whether it is the saved set the connection started from, handed on
+    /// (the connection measured less): the token layer then re-issues that
+    /// set, with its identity and measurement time, rather than a new one.
+    pub handed_on: bool,
 }
 
 /// What the connection measured at one moment (typically on each ACK).
@@ -203,7 +207,7 @@ impl Observer {
             if let Some(floor) = self.floor() {
                 // A saved set handed on goes out at once, so that even a
                 // client that closes right after a short download keeps it.
-                let handed_on = self.candidate(self.measured().max(floor), sample.now, true)?;
+                let handed_on = self.candidate_at_least(floor, sample.now)?;
                 return self.emit_if(true, handed_on);
             }
         }
@@ -239,8 +243,7 @@ impl Observer {
         if !(ran_out || drained) {
             return None;
         }
-        let best = self.measured().max(self.floor().unwrap_or(0));
-        let candidate = self.candidate(best, now, true)?;
+        let candidate = self.candidate_at_least(self.floor().unwrap_or(0), now)?;
         // A growth emission went out once; the end of the burst settles it,
         // so that it goes out as a pair for clients presenting the older of
         // their two newest tokens.
@@ -308,6 +311,18 @@ impl Observer {
             saved_rtt: self.min_rtt.get()?,
             at: now,
             settled,
+            handed_on: false,
+        })
+    }
+
+    /// A settled candidate of what was measured, or of `floor` (the set
+    /// the connection started from, handed on) when that is more.
+    fn candidate_at_least(&self, floor: usize, now: Instant) -> Option<Observation> {
+        let measured = self.measured();
+        let candidate = self.candidate(measured.max(floor), now, true)?;
+        Some(Observation {
+            handed_on: floor > measured,
+            ..candidate
         })
     }
 

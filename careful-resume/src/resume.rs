@@ -144,12 +144,13 @@ impl CarefulResume {
             .then(|| self.end(Trigger::CongestionWindowLimited, None, None, now))
     }
 
-    /// Holds the jump until the one-user-per-set guard has answered
-    /// ([`CarefulResume::on_claim`]). A guard across the network answers
-    /// after the connection has started, usually well within the round trip
-    /// Reconnaissance lasts; if the sender is ready to jump first, Careful
-    /// Resume ends (fail closed: two connections must never jump from one
-    /// saved set).
+    /// Holds the jump until the saved-set guard has answered
+    /// ([`CarefulResume::on_claim`]). A server claims the set once the
+    /// client has proved its address (the handshake is complete), so a
+    /// guard across the network may answer after the sender is ready to
+    /// jump: the sender then stays in Reconnaissance (the initial window)
+    /// until the answer comes, and jumps on a grant. Guards answer within a
+    /// bounded time, so the hold is bounded too.
     pub fn await_claim(&mut self) {
         if self.phase == Phase::Reconnaissance {
             self.claim_pending = true;
@@ -157,15 +158,26 @@ impl CarefulResume {
     }
 
     /// The guard answered the claim [`CarefulResume::await_claim`] waits
-    /// for: a grant lets the jump go ahead, anything else ends Careful
-    /// Resume. Answers nobody waits for (none awaited, or too late) are
-    /// ignored.
-    pub fn on_claim(&mut self, granted: bool, now: Instant) -> Option<Transition> {
+    /// for. A refusal ends Careful Resume. A grant lets the jump go ahead:
+    /// at once when the sender was already ready (it filled the initial
+    /// window; `cwnd` and `bytes_in_flight` are the controller's now),
+    /// otherwise when it becomes ready. Answers nobody waits for (none
+    /// awaited, or Careful Resume over) are ignored.
+    pub fn on_claim(
+        &mut self,
+        granted: bool,
+        cwnd: usize,
+        bytes_in_flight: usize,
+        now: Instant,
+    ) -> Option<Transition> {
         if !self.claim_pending || !self.is_active() {
             return None;
         }
         self.claim_pending = false;
-        (!granted).then(|| self.end(Trigger::SavedSetNotGranted, None, None, now))
+        if !granted {
+            return Some(self.end(Trigger::SavedSetNotGranted, None, None, now));
+        }
+        self.try_jump(cwnd, bytes_in_flight, now)
     }
 
     /// Whether the jump still waits for the guard's answer.
@@ -455,9 +467,8 @@ impl CarefulResume {
         match self.recon.verdict(&self.config, self.jump_window, cwnd) {
             Verdict::Wait => None,
             Verdict::Abandon(trigger) => Some(self.end(trigger, None, None, now)),
-            Verdict::Ready if self.claim_pending => {
-                Some(self.end(Trigger::SavedSetNotGranted, None, None, now))
-            }
+            // The guard has not answered yet: hold the jump.
+            Verdict::Ready if self.claim_pending => None,
             Verdict::Ready => {
                 self.pipesize = bytes_in_flight;
                 self.pipesize_at_jump = bytes_in_flight;

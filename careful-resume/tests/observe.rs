@@ -67,12 +67,21 @@ fn saved(cwnd: usize, rtt_ms: u32, at: Instant) -> Option<Observation> {
         saved_rtt: MS * rtt_ms,
         at,
         settled: false,
+        handed_on: false,
     })
 }
 
 /// The same, emitted at the end of a burst.
 fn saved_at_end(cwnd: usize, rtt_ms: u32, at: Instant) -> Option<Observation> {
     saved(cwnd, rtt_ms, at).map(|o| Observation { settled: true, ..o })
+}
+
+/// The saved set the connection started from, handed on (settled).
+fn handed_on(cwnd: usize, rtt_ms: u32, at: Instant) -> Option<Observation> {
+    saved_at_end(cwnd, rtt_ms, at).map(|o| Observation {
+        handed_on: true,
+        ..o
+    })
 }
 
 #[test]
@@ -189,7 +198,7 @@ fn a_short_connection_hands_its_saved_set_on_at_once() {
     let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
     assert_eq!(
         feed.sample(0, 1_000, 800),
-        saved_at_end(1_000_000, 800, feed.at(0))
+        handed_on(1_000_000, 800, feed.at(0))
     );
     assert_eq!(feed.burst_end(900), None);
 }
@@ -199,7 +208,7 @@ fn a_resumed_connection_never_saves_less_than_it_started_from() {
     let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
     assert_eq!(
         feed.sample(0, 60_000, 100),
-        saved_at_end(1_000_000, 100, feed.at(0))
+        handed_on(1_000_000, 100, feed.at(0))
     );
     // Measuring less changes nothing...
     assert_eq!(feed.sample(500, 600_000, 100), None);

@@ -73,7 +73,7 @@ fn a_granted_claim_lets_the_jump_go_ahead() {
     let mut cr = CarefulResume::new(config(), saved(200));
     cr.await_claim();
     assert!(cr.is_claim_pending());
-    assert_eq!(cr.on_claim(true, clock.at(50)), None);
+    assert_eq!(cr.on_claim(true, pkts(10), 0, clock.at(50)), None);
     assert!(!cr.is_claim_pending());
     let t = assert_change(
         ready_to_jump(&mut cr, &clock),
@@ -90,7 +90,7 @@ fn a_refused_claim_ends_careful_resume_without_touching_the_window() {
     let mut cr = CarefulResume::new(config(), saved(200));
     cr.await_claim();
     let t = assert_change(
-        cr.on_claim(false, clock.at(50)),
+        cr.on_claim(false, pkts(10), 0, clock.at(50)),
         Phase::Reconnaissance,
         Phase::Normal,
         Trigger::SavedSetNotGranted,
@@ -103,28 +103,50 @@ fn a_refused_claim_ends_careful_resume_without_touching_the_window() {
 }
 
 #[test]
-fn no_answer_by_the_time_of_the_jump_means_no_jump() {
+fn a_sender_ready_before_the_answer_holds_the_jump_until_the_grant() {
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config(), saved(200));
     cr.await_claim();
+    // Ready to jump, no answer: the sender stays at the initial window.
+    assert_eq!(ready_to_jump(&mut cr, &clock), None);
+    assert_eq!(cr.phase(), Phase::Reconnaissance);
+    assert!(cr.is_claim_pending());
+    // The grant comes while the window is still full: the jump is taken
+    // at once, with the flight of that moment as PipeSize.
     let t = assert_change(
-        ready_to_jump(&mut cr, &clock),
+        cr.on_claim(true, pkts(10), pkts(10), clock.at(102)),
+        Phase::Reconnaissance,
+        Phase::Unvalidated,
+        Trigger::CongestionWindowLimited,
+    );
+    assert_eq!(t.cwnd, Some(pkts(100)));
+    assert_eq!(t.pipesize, pkts(10));
+    assert_eq!(cr.pacing_rate(), Some(1_200_000));
+}
+
+#[test]
+fn a_refusal_after_the_sender_was_ready_ends_careful_resume() {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    cr.await_claim();
+    assert_eq!(ready_to_jump(&mut cr, &clock), None);
+    let t = assert_change(
+        cr.on_claim(false, pkts(10), pkts(10), clock.at(102)),
         Phase::Reconnaissance,
         Phase::Normal,
         Trigger::SavedSetNotGranted,
     );
     assert_eq!((t.cwnd, t.ssthresh), (None, None));
     assert_eq!(cr.window(), None);
-    // A grant arriving after the moment has passed changes nothing.
-    assert_eq!(cr.on_claim(true, clock.at(102)), None);
-    assert_eq!(cr.phase(), Phase::Normal);
+    // A second answer changes nothing.
+    assert_eq!(cr.on_claim(true, pkts(10), 0, clock.at(103)), None);
 }
 
 #[test]
 fn an_answer_nobody_awaits_is_ignored() {
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config(), saved(200));
-    assert_eq!(cr.on_claim(false, clock.at(50)), None);
+    assert_eq!(cr.on_claim(false, pkts(10), 0, clock.at(50)), None);
     assert_eq!(cr.phase(), Phase::Reconnaissance);
     assert!(ready_to_jump(&mut cr, &clock).is_some_and(|t| t.to == Phase::Unvalidated));
     // Once jumped, a claim can no longer be awaited.

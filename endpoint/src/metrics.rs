@@ -22,27 +22,37 @@ pub enum Refusal {
     Malformed,
     /// The client is on another network than the one the set was saved for.
     WrongNetwork,
+    /// The set was measured by another site of the fleet.
+    OtherSite,
     /// The capacity was not sealed, so it cannot be trusted.
     Unprotected,
     /// The client asked for a fresh start (Requested Capacity 0).
     ClientOptedOut,
     /// Another connection already used the saved set.
     AlreadyUsed,
+    /// A newer saved set exists for the client's network (one set per
+    /// Remote Endpoint).
+    Superseded,
+    /// The set's jump met congestion on an earlier connection: it is dead.
+    Revoked,
     /// The guard could not tell in time whether the set was in use.
     GuardUnavailable,
 }
 
 impl Refusal {
     /// Every reason, in a fixed order.
-    pub const ALL: [Refusal; 9] = [
+    pub const ALL: [Refusal; 12] = [
         Refusal::Expired,
         Refusal::UnknownKey,
         Refusal::Tampered,
         Refusal::Malformed,
         Refusal::WrongNetwork,
+        Refusal::OtherSite,
         Refusal::Unprotected,
         Refusal::ClientOptedOut,
         Refusal::AlreadyUsed,
+        Refusal::Superseded,
+        Refusal::Revoked,
         Refusal::GuardUnavailable,
     ];
 
@@ -54,9 +64,12 @@ impl Refusal {
             Refusal::Tampered => "tampered",
             Refusal::Malformed => "malformed",
             Refusal::WrongNetwork => "wrong_network",
+            Refusal::OtherSite => "other_site",
             Refusal::Unprotected => "unprotected",
             Refusal::ClientOptedOut => "client_opted_out",
             Refusal::AlreadyUsed => "already_used",
+            Refusal::Superseded => "superseded",
+            Refusal::Revoked => "revoked",
             Refusal::GuardUnavailable => "guard_unavailable",
         }
     }
@@ -69,6 +82,9 @@ impl Refusal {
             NoResume::Expired => Refusal::Expired,
             NoResume::Unprotected => Refusal::Unprotected,
             NoResume::AddressMismatch => Refusal::WrongNetwork,
+            NoResume::OtherSite => Refusal::OtherSite,
+            NoResume::Superseded => Refusal::Superseded,
+            NoResume::Revoked => Refusal::Revoked,
             NoResume::RequestedZero => Refusal::ClientOptedOut,
             NoResume::AlreadyInUse => Refusal::AlreadyUsed,
             NoResume::GuardUnavailable => Refusal::GuardUnavailable,

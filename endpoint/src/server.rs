@@ -15,12 +15,12 @@ use ex_token::{
 use crate::metrics::ServerMetrics;
 use crate::Error;
 
-/// How a [`ResumeServer`] mints tokens and resumes.
+/// How a [`ResumeServer`] mints tokens and resumes. How long a saved set
+/// may be used, and which site and client networks sets belong to, are the
+/// token server's settings ([`ex_token::ServerConfig`]), since validating a
+/// token needs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServerConfig {
-    /// Lifetime of a BDP token: how long a saved set may be used (RFC 9959
-    /// leaves it to the sender; the project's default is one hour).
-    pub bdp_token_lifetime: Duration,
     /// Lifetime of a plain address validation token, sent once the handshake
     /// completes so even short connections leave the client a token.
     pub address_token_lifetime: Duration,
@@ -33,7 +33,6 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
-            bdp_token_lifetime: Duration::from_secs(3600),
             address_token_lifetime: Duration::from_secs(24 * 3600),
             max_jump: None,
             initial_data: InitialData::default(),
@@ -74,12 +73,14 @@ pub struct ResumeSession {
     /// connection has been closed with its error code.
     pub rejected: Option<TokenRejected>,
     address_token_sent: bool,
-    /// The saved set this connection's BDP tokens belong to, drawn at the
-    /// first one.
+    /// The saved set of this connection's own measurements, drawn (and
+    /// recorded in the guard) at the first BDP token that carries one.
     saved_set: Option<SavedSet>,
-    /// The claim of the presented saved set, while the guard has not
-    /// answered.
-    claim: Option<Claim>,
+    /// Where the claim of the presented saved set stands.
+    claim: ClaimState,
+    /// Whether the end of the connection was seen (the claim released,
+    /// when it had to be).
+    closed: bool,
     pub(crate) token_presented: bool,
     /// The valid saved set the token carried.
     pub(crate) presented: Option<SavedParameters>,
@@ -106,7 +107,8 @@ impl ResumeSession {
             rejected: None,
             address_token_sent: false,
             saved_set: None,
-            claim: None,
+            claim: ClaimState::NotStarted,
+            closed: false,
             token_presented,
             saved_for_next: None,
             bdp_tokens_sent: 0,
@@ -114,11 +116,26 @@ impl ResumeSession {
         }
     }
 
-    /// Whether the guard has yet to answer the claim of the presented saved
-    /// set (the jump waits for it).
+    /// Whether the claim of the presented saved set waits for the guard's
+    /// answer (the jump waits for it). A server whose guard answers across
+    /// the network polls the claim ([`ResumeServer::poll_claim`]) every
+    /// millisecond or so while this holds, so that a held jump goes ahead
+    /// promptly.
     pub fn claim_pending(&self) -> bool {
-        self.claim.is_some()
+        matches!(self.claim, ClaimState::Pending(_))
     }
+}
+
+/// Where the claim of a connection's presented saved set stands.
+enum ClaimState {
+    /// Not claimed yet: a set is claimed only once the client has proved
+    /// its address (the handshake is complete), so that a forged Initial
+    /// carrying a copied token claims nothing.
+    NotStarted,
+    /// Claimed; the guard has yet to answer.
+    Pending(Claim),
+    /// The guard answered.
+    Answered(ClaimOutcome),
 }
 
 /// Careful Resume for a quiche server: validates tokens, resumes, and mints
@@ -221,22 +238,8 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         let mut session =
             ResumeSession::new(peer, token_presented, address_validated, validation.resume);
 
-        // The claim is started now and answered by the time the sender
-        // would jump, at least a round trip later; a guard in memory answers
-        // at once.
         match &session.resume {
-            Ok(saved) => {
-                let claim = self.guard.start_claim(saved.set_id, saved.expiry, now);
-                let outcome = claim.outcome();
-                // A pending claim starts Careful Resume with the jump held.
-                if matches!(outcome, ClaimOutcome::Granted | ClaimOutcome::Pending) {
-                    self.resume(conn, saved)?;
-                }
-                match outcome {
-                    ClaimOutcome::Pending => session.claim = Some(claim),
-                    answered => self.on_claim_answered(&mut session, answered),
-                }
-            }
+            Ok(saved) => self.resume(conn, saved)?,
             Err(why) if token_presented => {
                 log::debug!("{peer}: no Careful Resume: {why}");
                 self.metrics.on_refusal(why);
@@ -245,40 +248,66 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         }
 
         conn.observe_careful_resume()?;
-        if session.claim_pending() {
+        if session.resume.is_ok() {
+            // The jump waits for the claim, which starts once the client
+            // has proved its address: now, if the handshake is complete.
             conn.await_careful_resume_claim()?;
+            self.start_claim(conn, &mut session, now);
         }
         Ok(session)
     }
 
+    /// Claims the presented saved set once the handshake is complete: a
+    /// client that finished it receives at its address, whereas anyone can
+    /// send an Initial carrying a copied token. A guard in memory answers
+    /// at once; one across the network a little later, and the jump waits
+    /// for it.
+    fn start_claim<F: BufFactory>(
+        &self,
+        conn: &mut quiche::Connection<F>,
+        session: &mut ResumeSession,
+        now: SystemTime,
+    ) {
+        let (ClaimState::NotStarted, Ok(saved)) = (&session.claim, &session.resume) else {
+            return;
+        };
+        if !conn.is_established() {
+            return;
+        }
+        let claim = self.guard.start_claim(&saved.set, now);
+        session.claim = ClaimState::Pending(claim);
+        self.poll_claim(conn, session);
+    }
+
     /// Hands the guard's answer to the connection once it has arrived. A
-    /// connection whose claim is pending must see the answer before it
-    /// processes the packet that would make it jump: call this before each
-    /// `recv()` (and [`ResumeServer::on_progress`] calls it after). An
-    /// answer that came too late leaves the connection without Careful
-    /// Resume.
+    /// jump held for the answer goes ahead as soon as this sees a grant:
+    /// while [`ResumeSession::claim_pending`], call it before each `recv()`
+    /// and whenever the event loop wakes ([`ResumeServer::on_progress`]
+    /// calls it too).
     pub fn poll_claim<F: BufFactory>(
         &self,
         conn: &mut quiche::Connection<F>,
         session: &mut ResumeSession,
     ) {
-        let Some(claim) = &session.claim else {
+        let ClaimState::Pending(claim) = &session.claim else {
             return;
         };
-        let outcome = match claim.outcome() {
-            ClaimOutcome::Pending => {
-                let waiting = conn.careful_resume().is_some_and(|r| r.is_claim_pending());
-                if waiting {
-                    return;
-                }
-                // The moment to jump has passed without an answer.
-                ClaimOutcome::Unavailable
-            }
-            answered => answered,
-        };
+        // Still on its way. Should Careful Resume end meanwhile (congestion,
+        // nothing left to gain), the answer still matters: a grant is
+        // released when the connection ends.
+        let outcome = claim.outcome();
+        if outcome == ClaimOutcome::Pending {
+            return;
+        }
+        session.claim = ClaimState::Answered(outcome);
         conn.careful_resume_claim_answered(outcome.is_granted())
             .ok();
-        session.claim = None;
+        if outcome.is_granted() {
+            // What was measured before the set was this connection's is
+            // below the set it now hands on (the observer does so at its
+            // next sample): minted, it would supersede that set.
+            while conn.careful_resume_observation_next().is_some() {}
+        }
         self.on_claim_answered(session, outcome);
     }
 
@@ -294,12 +323,42 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         }
     }
 
+    /// The end of a connection, once: a connection that claimed its saved
+    /// set and never jumped releases it for the next connection (it hands
+    /// that same set on). [`ResumeServer::on_progress`] calls this when it
+    /// sees the connection closing (draining or closed); call it yourself
+    /// if your loop drops connections without a last `on_progress`.
+    pub fn on_closed<F: BufFactory>(
+        &self,
+        conn: &mut quiche::Connection<F>,
+        session: &mut ResumeSession,
+        now: SystemTime,
+    ) {
+        if std::mem::replace(&mut session.closed, true) {
+            return;
+        }
+        if let ClaimState::Pending(claim) = &session.claim {
+            // The answer may have come meanwhile; without one the set
+            // stays claimed until it expires (never used twice).
+            session.claim = ClaimState::Answered(claim.outcome());
+        }
+        let jumped = conn.careful_resume().is_some_and(|r| r.jumped());
+        if let (ClaimState::Answered(ClaimOutcome::Granted), Some(presented)) =
+            (&session.claim, &session.presented)
+        {
+            if !jumped {
+                self.guard.release(&presented.set, now);
+            }
+        }
+    }
+
     /// Counts the phase changes the connection made since the last look,
     /// and logs the ones an operator wants to see.
     fn count_phases<F: BufFactory>(
         &self,
         conn: &quiche::Connection<F>,
         session: &mut ResumeSession,
+        now: SystemTime,
     ) {
         let Some(resume) = conn.careful_resume() else {
             return;
@@ -321,8 +380,13 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 }
                 (Phase::SafeRetreat, trigger) => {
                     self.metrics.on_retreat();
+                    // RFC 9959: the saved set must not be used again, by
+                    // any connection, whichever token carries it.
+                    if let Some(presented) = &session.presented {
+                        self.guard.revoke(&presented.set, now);
+                    }
                     log::info!(
-                        "{}: Careful Resume retreated ({}): the saved set is discarded",
+                        "{}: Careful Resume retreated ({}): the saved set is revoked",
                         session.peer,
                         trigger.as_str()
                     );
@@ -358,21 +422,31 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     }
 
     /// Housekeeping after each `recv()`, `send()` or `on_timeout()` of an
-    /// accepted connection: once the handshake is complete, sends the client
-    /// an address validation token, then a fresh BDP token whenever the
-    /// observing policy saves new capacity (see [`careful_resume::Observer`]:
-    /// a few per connection, each better than the last). All of them belong
-    /// to one saved set, so the guard lets at most one resume; a connection
-    /// that outlives half the set's lifetime starts a new set. `now` is
-    /// wall-clock time.
+    /// accepted connection: once the handshake is complete, claims the
+    /// presented saved set and sends the client an address validation
+    /// token, then a BDP token whenever the observing policy saves new
+    /// capacity (see [`careful_resume::Observer`]: a few per connection,
+    /// each better than the last). Tokens of what this connection measured
+    /// belong to its own saved set, the newest of the client's Remote
+    /// Endpoint; a connection that measured less than the set it presented
+    /// and has not jumped hands that same set on. A retreat revokes the
+    /// presented set; the end of the connection releases it when unused
+    /// ([`ResumeServer::on_closed`]). `now` is wall-clock time.
     pub fn on_progress<F: BufFactory>(
         &mut self,
         conn: &mut quiche::Connection<F>,
         session: &mut ResumeSession,
         now: SystemTime,
     ) {
+        self.start_claim(conn, session, now);
         self.poll_claim(conn, session);
-        self.count_phases(conn, session);
+        self.count_phases(conn, session, now);
+        // A connection that is closing sends no more data: it can no
+        // longer jump.
+        if conn.is_closed() || conn.is_draining() {
+            self.on_closed(conn, session, now);
+            return;
+        }
         if !conn.is_established() {
             return;
         }
@@ -392,13 +466,26 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             }
         }
 
+        // Until the guard has answered, what the connection measured waits:
+        // a set of its own would supersede the one it presented.
+        if session.resume.is_ok() && !matches!(session.claim, ClaimState::Answered(_)) {
+            return;
+        }
+        let jumped = conn.careful_resume().is_some_and(|r| r.jumped());
         while let Some(observation) = conn.careful_resume_observation_next() {
             let path = SavedPath {
                 capacity: observation.saved_cwnd as u64,
                 rtt: observation.saved_rtt,
                 extras: &[],
             };
-            let Some(set) = self.saved_set(&mut session.saved_set, now) else {
+            let handed_on = session
+                .presented
+                .filter(|_| observation.handed_on && !jumped && session.resume.is_ok())
+                .map(|presented| presented.set);
+            let own = |server: &mut Self, session: &mut ResumeSession| {
+                server.own_set(session.peer, &mut session.saved_set, now)
+            };
+            let Some(set) = handed_on.or_else(|| own(self, session)) else {
                 continue;
             };
             // Clients cache tokens differently: quic-go and aioquic present
@@ -408,7 +495,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             // admits one of them).
             let copies = if observation.settled { 2 } else { 1 };
             for _ in 0..copies {
-                if let Ok(token) = self.tokens.mint_bdp_token(session.peer, &path, set) {
+                if let Ok(token) = self.tokens.mint_bdp_token(session.peer, &path, &set) {
                     if conn.send_new_token(&token).is_ok() {
                         self.metrics.on_bdp_token();
                         session.bdp_tokens_sent += 1;
@@ -419,10 +506,16 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         }
     }
 
-    /// The connection's saved set, drawn anew when there is none yet or
+    /// The connection's own saved set, drawn anew (and recorded in the
+    /// guard as its Remote Endpoint's newest) when there is none yet or
     /// when less than half its lifetime is left.
-    fn saved_set(&mut self, current: &mut Option<SavedSet>, now: SystemTime) -> Option<SavedSet> {
-        let lifetime = self.config.bdp_token_lifetime;
+    fn own_set(
+        &mut self,
+        peer: SocketAddr,
+        current: &mut Option<SavedSet>,
+        now: SystemTime,
+    ) -> Option<SavedSet> {
+        let lifetime = self.tokens.config().saved_set_lifetime;
         let fresh_enough = |set: &SavedSet| {
             set.expiry
                 .duration_since(now)
@@ -431,7 +524,9 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         match current {
             Some(set) if fresh_enough(set) => Some(*set),
             _ => {
-                *current = self.tokens.new_saved_set(now, lifetime).ok();
+                let set = self.tokens.new_saved_set(peer, now).ok()?;
+                self.guard.record(&set, now);
+                *current = Some(set);
                 *current
             }
         }

@@ -43,13 +43,13 @@ impl AddressPrefixes {
     }
 }
 
-fn mask_u32(prefix: u8) -> u32 {
+pub(crate) fn mask_u32(prefix: u8) -> u32 {
     u32::MAX
         .checked_shl(32 - u32::from(prefix.min(32)))
         .unwrap_or(0)
 }
 
-fn mask_u128(prefix: u8) -> u128 {
+pub(crate) fn mask_u128(prefix: u8) -> u128 {
     u128::MAX
         .checked_shl(128 - u32::from(prefix.min(128)))
         .unwrap_or(0)

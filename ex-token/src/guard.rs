@@ -1,13 +1,21 @@
-//! The one-user-per-set guard (RFC 9959): a saved set of path parameters
-//! may seed Careful Resume on one connection only.
+//! The saved-set guard: RFC 9959's rules on who may use a saved set.
 //!
-//! Tokens live on the client, so one token could be presented on many
-//! parallel connections, each jumping to half the saved window; and one
-//! connection sends several tokens (siblings) carrying the same
-//! observations. Every BDP token a connection mints therefore carries one
-//! saved-set id ([`crate::SavedSet`]); the server remembers the set ids it
-//! has accepted until the set expires and resumes at most one connection
-//! per set, whichever sibling it presents.
+//! - **One saved set per Remote Endpoint** ([`crate::RemoteEndpoint`]): the
+//!   newest set minted for a client network supersedes every older one, so
+//!   that a client holding tokens of two earlier connections cannot jump
+//!   twice onto one path.
+//! - **One connection per set**: tokens live on the client, so one token
+//!   could be presented on many parallel connections, each jumping to half
+//!   the saved window, and a connection sends several tokens (siblings) of
+//!   one set. A set is claimed by the connection that uses it; a connection
+//!   that ends without jumping releases it for the next.
+//! - **A retreated set is dead**: a set whose jump met congestion (Safe
+//!   Retreat) is revoked and never used again, whichever token carries it.
+//!
+//! The guard keeps one record per Remote Endpoint: the current set's id and
+//! measurement time, and whether it is free, claimed or revoked. Records
+//! expire with their set. [`decide`] is the whole rule book, shared by every
+//! guard (the Redis guard runs the same rules in one script).
 //!
 //! A guard may live across the network (one registry for a fleet of
 //! servers), so a claim is started without blocking and answered later: a
@@ -17,12 +25,11 @@
 //! [`ClaimOutcome::Unavailable`], and only [`ClaimOutcome::Granted`] lets a
 //! connection resume (fail closed).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use crate::time::unix_secs;
-use crate::NoResume;
+use crate::{NoResume, RemoteEndpoint, SavedSet};
 
 /// The id of a saved set, sealed into every BDP token minted from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,8 +42,13 @@ pub enum ClaimOutcome {
     Pending,
     /// The first claim of the set: the connection may resume from it.
     Granted,
-    /// The set was claimed before (by this token or a sibling).
+    /// The set is claimed by another connection (with this token or a
+    /// sibling), or was used by one that jumped.
     Taken,
+    /// A newer set was minted for the same Remote Endpoint.
+    Superseded,
+    /// The set led to a Safe Retreat: it must never be used again.
+    Revoked,
     /// The guard could not record the claim (full, unreachable, timed out,
     /// an unexpected reply): refusing is the safe answer.
     Unavailable,
@@ -54,6 +66,8 @@ impl ClaimOutcome {
         match self {
             ClaimOutcome::Granted => None,
             ClaimOutcome::Taken => Some(NoResume::AlreadyInUse),
+            ClaimOutcome::Superseded => Some(NoResume::Superseded),
+            ClaimOutcome::Revoked => Some(NoResume::Revoked),
             ClaimOutcome::Pending | ClaimOutcome::Unavailable => Some(NoResume::GuardUnavailable),
         }
     }
@@ -162,85 +176,253 @@ impl Drop for ClaimAnswer {
     }
 }
 
-/// A registry of saved-set ids already used to resume.
+/// What a guard knows of a Remote Endpoint's current saved set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetRecord {
+    /// The current set.
+    pub id: SetId,
+    /// When it was measured (unix milliseconds): a set measured later
+    /// supersedes it.
+    pub measured_at: u64,
+    /// Whether a connection uses it.
+    pub state: SetState,
+}
+
+/// The state of a Remote Endpoint's current saved set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SetState {
+    /// Minted, or released by a connection that did not jump: the next
+    /// claim is granted.
+    Free,
+    /// A connection claimed it.
+    Claimed,
+    /// Its jump met congestion: dead everywhere.
+    Revoked,
+}
+
+/// What happened to a saved set, as a guard is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SetEvent {
+    /// A connection minted the set's first token: the newest set of its
+    /// Remote Endpoint.
+    Minted,
+    /// A connection wants to resume from the set.
+    Claimed,
+    /// The connection that claimed the set ended without jumping: the set
+    /// is free for the next connection.
+    Released,
+    /// The set's jump met congestion (Safe Retreat): the set must never be
+    /// used again.
+    Revoked,
+}
+
+/// RFC 9959's rules on saved sets, for one Remote Endpoint: given the
+/// guard's record (`None`: it knows of no set) and what happened to `set`,
+/// the record to keep and, for a claim, the answer.
+///
+/// - A set measured later than the record's supersedes it (a mint of a set
+///   measured at the same time does too; the later mint wins).
+/// - A claim of the current set is granted when it is free; a claim of a
+///   set the guard has not heard of (its mint was lost, or the guard
+///   restarted) is granted when it is the newest, and recorded.
+/// - Only the connection's own set is released; a revocation outlives
+///   every later claim of the set.
+pub fn decide(
+    record: Option<SetRecord>,
+    set: &SavedSet,
+    event: SetEvent,
+) -> (Option<SetRecord>, ClaimOutcome) {
+    let at = set.measured_at_ms();
+    let with = |state| {
+        Some(SetRecord {
+            id: set.id,
+            measured_at: at,
+            state,
+        })
+    };
+    let current = record.filter(|r| r.id == set.id);
+    let newer = record.is_none_or(|r| at > r.measured_at);
+    match event {
+        SetEvent::Minted => match record {
+            Some(r) if r.id == set.id || at < r.measured_at => (record, ClaimOutcome::Pending),
+            _ => (with(SetState::Free), ClaimOutcome::Pending),
+        },
+        SetEvent::Claimed => match current {
+            Some(r) => match r.state {
+                SetState::Free => (
+                    Some(SetRecord {
+                        state: SetState::Claimed,
+                        ..r
+                    }),
+                    ClaimOutcome::Granted,
+                ),
+                SetState::Claimed => (record, ClaimOutcome::Taken),
+                SetState::Revoked => (record, ClaimOutcome::Revoked),
+            },
+            None if newer => (with(SetState::Claimed), ClaimOutcome::Granted),
+            None => (record, ClaimOutcome::Superseded),
+        },
+        SetEvent::Released => match current {
+            Some(r) if r.state == SetState::Claimed => (
+                Some(SetRecord {
+                    state: SetState::Free,
+                    ..r
+                }),
+                ClaimOutcome::Pending,
+            ),
+            _ => (record, ClaimOutcome::Pending),
+        },
+        SetEvent::Revoked => match current {
+            Some(r) => (
+                Some(SetRecord {
+                    state: SetState::Revoked,
+                    ..r
+                }),
+                ClaimOutcome::Pending,
+            ),
+            None if newer => (with(SetState::Revoked), ClaimOutcome::Pending),
+            None => (record, ClaimOutcome::Pending),
+        },
+    }
+}
+
+/// Where servers record what happens to saved sets, and ask whether a
+/// connection may resume from one (see the module's rules).
 ///
 /// Methods take `&self` so one guard can serve every connection of a server
 /// (or, behind a network service, a whole fleet); implementations provide
-/// their own synchronisation.
+/// their own synchronisation. None of them blocks: a guard across the
+/// network queues the request and answers claims later.
 pub trait TokenGuard {
-    /// Starts claiming set `id` until `expiry` (the set's, which every
-    /// sibling token shares) without blocking. The answer is
-    /// [`ClaimOutcome::Granted`] for the first claim of a set only;
-    /// implementations answer every claim within a bounded time, with
-    /// [`ClaimOutcome::Unavailable`] when they cannot tell.
-    fn start_claim(&self, id: SetId, expiry: SystemTime, now: SystemTime) -> Claim;
+    /// Starts claiming `set` for a connection without blocking. The answer
+    /// is [`ClaimOutcome::Granted`] only when `set` is its Remote Endpoint's
+    /// newest and no other connection uses it; implementations answer every
+    /// claim within a bounded time, with [`ClaimOutcome::Unavailable`] when
+    /// they cannot tell.
+    fn start_claim(&self, set: &SavedSet, now: SystemTime) -> Claim;
 
-    /// Claims set `id` and waits for the answer: a blocking convenience
-    /// for simple servers and tests.
-    fn claim(&self, id: SetId, expiry: SystemTime, now: SystemTime) -> ClaimOutcome {
-        self.start_claim(id, expiry, now).wait()
+    /// A connection minted the first token of `set`: it supersedes the
+    /// older sets of its Remote Endpoint. Best effort: a lost record lets an
+    /// older set be used once more, never twice at once.
+    fn record(&self, set: &SavedSet, now: SystemTime);
+
+    /// The connection that claimed `set` ended without jumping: the next
+    /// connection may use it.
+    fn release(&self, set: &SavedSet, now: SystemTime);
+
+    /// `set`'s jump met congestion (Safe Retreat): every token carrying it
+    /// is refused from now on.
+    fn revoke(&self, set: &SavedSet, now: SystemTime);
+
+    /// Claims `set` and waits for the answer: a blocking convenience for
+    /// simple servers and tests.
+    fn claim(&self, set: &SavedSet, now: SystemTime) -> ClaimOutcome {
+        self.start_claim(set, now).wait()
     }
 }
 
 impl<G: TokenGuard + ?Sized> TokenGuard for Arc<G> {
-    fn start_claim(&self, id: SetId, expiry: SystemTime, now: SystemTime) -> Claim {
-        (**self).start_claim(id, expiry, now)
+    fn start_claim(&self, set: &SavedSet, now: SystemTime) -> Claim {
+        (**self).start_claim(set, now)
+    }
+
+    fn record(&self, set: &SavedSet, now: SystemTime) {
+        (**self).record(set, now)
+    }
+
+    fn release(&self, set: &SavedSet, now: SystemTime) {
+        (**self).release(set, now)
+    }
+
+    fn revoke(&self, set: &SavedSet, now: SystemTime) {
+        (**self).revoke(set, now)
     }
 }
 
 /// A bounded in-memory [`TokenGuard`] for a single server process.
 ///
-/// Claims are remembered until their set expires. Each `claim` costs
-/// amortised constant time: one hash lookup plus the removal of entries that
-/// have expired, oldest first. Memory is fixed at creation: when `capacity`
-/// live claims exist, new claims are refused (no Careful Resume) rather
-/// than forgetting a live one, which would let that token be replayed.
-/// Shareable between threads (`Sync`); one uncontended lock per claim.
+/// Records are kept until their set expires. Each call costs amortised
+/// constant time: one hash lookup plus the removal of records that have
+/// expired, oldest first. Memory is fixed at creation: when `capacity`
+/// Remote Endpoints have live records, a claim for another is refused (no
+/// Careful Resume) rather than forgetting a live record, which would let a
+/// set be used twice; a revocation then makes room by forgetting the
+/// record that expires first. Shareable between threads (`Sync`); one
+/// uncontended lock per call.
 #[derive(Debug)]
 pub struct MemoryGuard {
-    inner: Mutex<Claims>,
+    inner: Mutex<Records>,
 }
 
 #[derive(Debug)]
-struct Claims {
-    ids: HashSet<u64>,
-    /// Claims in the order they were made, with their expiry (unix secs).
-    order: VecDeque<(u64, u64)>,
+struct Records {
+    records: HashMap<RemoteEndpoint, (SetRecord, SystemTime)>,
+    /// Records in the order they were written, with the expiry written; a
+    /// record rewritten since has a later entry.
+    order: VecDeque<(RemoteEndpoint, SystemTime)>,
     capacity: usize,
 }
 
 impl MemoryGuard {
-    /// Creates a guard remembering at most `capacity` live claims.
+    /// Creates a guard remembering at most `capacity` Remote Endpoints.
     pub fn new(capacity: usize) -> Self {
         Self {
-            inner: Mutex::new(Claims {
-                ids: HashSet::with_capacity(capacity),
+            inner: Mutex::new(Records {
+                records: HashMap::with_capacity(capacity),
                 order: VecDeque::with_capacity(capacity),
                 capacity,
             }),
         }
     }
 
-    /// Number of claims currently remembered (expired ones included until
-    /// the next `claim` sweeps them).
+    /// Number of Remote Endpoints with a record (expired ones included
+    /// until the next call sweeps them).
     pub fn len(&self) -> usize {
-        self.lock().ids.len()
+        self.lock().records.len()
     }
 
-    /// Whether no claim is remembered.
+    /// Whether no record is kept.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, Claims> {
+    /// The record of `endpoint`'s current set, if any.
+    pub fn record_of(&self, endpoint: &RemoteEndpoint) -> Option<SetRecord> {
+        self.lock().records.get(endpoint).map(|&(record, _)| record)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Records> {
         // The registry stays consistent even if a holder panicked.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn apply(&self, set: &SavedSet, event: SetEvent, now: SystemTime) -> ClaimOutcome {
+        let mut records = self.lock();
+        records.sweep(now);
+        if set.expiry <= now {
+            return ClaimOutcome::Unavailable;
+        }
+        let record = records.records.get(&set.endpoint).map(|&(r, _)| r);
+        if record.is_none() && records.records.len() >= records.capacity {
+            match event {
+                SetEvent::Revoked if records.capacity > 0 => records.evict_one(),
+                SetEvent::Claimed => return ClaimOutcome::Unavailable,
+                _ => return ClaimOutcome::Pending,
+            }
+        }
+        let (next, outcome) = decide(record, set, event);
+        // Every record written is `set`'s, and expires with it.
+        if let Some(next) = next.filter(|&next| Some(next) != record) {
+            records.records.insert(set.endpoint, (next, set.expiry));
+            records.order.push_back((set.endpoint, set.expiry));
+        }
+        outcome
     }
 }
 
 impl Default for MemoryGuard {
-    /// Room for 100,000 live claims: a server resuming 30 connections a
-    /// second with one-hour sets (a few MB of memory).
+    /// Room for 100,000 Remote Endpoints: a server resuming 30 connections
+    /// a second with one-hour sets (a few MB of memory).
     fn default() -> Self {
         MemoryGuard::new(100_000)
     }
@@ -248,87 +430,299 @@ impl Default for MemoryGuard {
 
 impl TokenGuard for MemoryGuard {
     /// Answers at once.
-    fn start_claim(&self, id: SetId, expiry: SystemTime, now: SystemTime) -> Claim {
-        let mut claims = self.lock();
-        claims.sweep(unix_secs(now));
-        let outcome = if claims.ids.contains(&id.0) {
-            ClaimOutcome::Taken
-        } else if claims.ids.len() >= claims.capacity {
-            ClaimOutcome::Unavailable
-        } else {
-            claims.ids.insert(id.0);
-            claims.order.push_back((id.0, unix_secs(expiry)));
-            ClaimOutcome::Granted
-        };
-        Claim::answered(outcome)
+    fn start_claim(&self, set: &SavedSet, now: SystemTime) -> Claim {
+        Claim::answered(self.apply(set, SetEvent::Claimed, now))
+    }
+
+    fn record(&self, set: &SavedSet, now: SystemTime) {
+        self.apply(set, SetEvent::Minted, now);
+    }
+
+    fn release(&self, set: &SavedSet, now: SystemTime) {
+        self.apply(set, SetEvent::Released, now);
+    }
+
+    fn revoke(&self, set: &SavedSet, now: SystemTime) {
+        self.apply(set, SetEvent::Revoked, now);
     }
 }
 
-impl Claims {
-    /// Forgets claims at the front of the queue whose sets have expired.
+impl Records {
+    /// Forgets records at the front of the queue whose sets have expired.
     ///
-    /// Sets minted with one lifetime expire in claim order; a longer-lived
-    /// claim at the front only delays forgetting the ones behind it.
-    fn sweep(&mut self, now: u64) {
-        while let Some(&(id, expiry)) = self.order.front() {
+    /// Sets minted with one lifetime expire in write order; a longer-lived
+    /// entry at the front only delays forgetting the ones behind it.
+    fn sweep(&mut self, now: SystemTime) {
+        while let Some(&(endpoint, expiry)) = self.order.front() {
             if expiry > now {
                 break;
             }
             self.order.pop_front();
-            self.ids.remove(&id);
+            // A record rewritten since carries a later expiry.
+            if self
+                .records
+                .get(&endpoint)
+                .is_some_and(|&(_, current)| current <= now)
+            {
+                self.records.remove(&endpoint);
+            }
+        }
+    }
+
+    /// Forgets the live record written longest ago.
+    fn evict_one(&mut self) {
+        while let Some((endpoint, expiry)) = self.order.pop_front() {
+            if self
+                .records
+                .get(&endpoint)
+                .is_some_and(|&(_, current)| current == expiry)
+            {
+                self.records.remove(&endpoint);
+                return;
+            }
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
+    use crate::{AddressPrefixes, SiteId};
 
-    use ClaimOutcome::{Granted, Pending, Taken, Unavailable};
+    use ClaimOutcome::{Granted, Pending, Revoked, Superseded, Taken, Unavailable};
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)
     }
 
-    #[test]
-    fn second_claim_of_an_id_is_refused_until_expiry() {
-        let guard = MemoryGuard::new(4);
-        assert_eq!(Granted, guard.claim(SetId(7), at(100), at(10)));
-        assert_eq!(Taken, guard.claim(SetId(7), at(100), at(11)));
-        assert_eq!(Taken, guard.claim(SetId(7), at(100), at(99)));
-        assert_eq!(Granted, guard.claim(SetId(8), at(100), at(99)));
-        // At the expiry second the token is expired and its claim forgotten.
-        assert_eq!(Granted, guard.claim(SetId(7), at(200), at(100)));
+    /// Set `id` of client network `net` (192.0.2.0/24 style), measured at
+    /// `measured` seconds, living 100 s.
+    fn set(net: u8, id: u64, measured: u64) -> SavedSet {
+        let ip = IpAddr::from([192, 0, net, 1]);
+        SavedSet {
+            id: SetId(id),
+            endpoint: RemoteEndpoint::new(SiteId(0), ip, AddressPrefixes::SAME_NETWORK),
+            measured_at: at(measured),
+            expiry: at(measured + 100),
+        }
     }
 
     #[test]
-    fn a_full_guard_refuses_rather_than_forgets() {
+    fn a_set_is_granted_to_one_connection_at_a_time() {
+        let guard = MemoryGuard::new(4);
+        let s = set(2, 7, 10);
+        assert_eq!(Granted, guard.claim(&s, at(10)));
+        assert_eq!(Taken, guard.claim(&s, at(11)));
+        assert_eq!(Taken, guard.claim(&s, at(109)));
+        // At the expiry second the set and its record are gone.
+        assert_eq!(Unavailable, guard.claim(&s, at(110)));
+        assert!(guard.is_empty());
+    }
+
+    #[test]
+    fn the_newest_set_of_a_remote_endpoint_supersedes_the_older() {
+        let guard = MemoryGuard::new(4);
+        let (older, newer) = (set(2, 1, 10), set(2, 2, 20));
+        guard.record(&older, at(10));
+        guard.record(&newer, at(20));
+        assert_eq!(Superseded, guard.claim(&older, at(30)));
+        assert_eq!(Granted, guard.claim(&newer, at(30)));
+        assert_eq!(Superseded, guard.claim(&older, at(31)));
+        // Another network is another Remote Endpoint.
+        assert_eq!(Granted, guard.claim(&set(3, 1, 10), at(31)));
+        // A record arriving late for an older set changes nothing.
+        guard.record(&older, at(32));
+        assert_eq!(
+            guard.record_of(&newer.endpoint).map(|r| (r.id, r.state)),
+            Some((SetId(2), SetState::Claimed))
+        );
+    }
+
+    #[test]
+    fn an_unrecorded_set_is_granted_only_when_newer_than_the_record() {
+        let guard = MemoryGuard::new(4);
+        guard.record(&set(2, 5, 50), at(50));
+        assert_eq!(Superseded, guard.claim(&set(2, 4, 40), at(60)));
+        // Same measurement time, another set: the recorded one stands.
+        assert_eq!(Superseded, guard.claim(&set(2, 6, 50), at(60)));
+        assert_eq!(Granted, guard.claim(&set(2, 7, 55), at(60)));
+        assert_eq!(Superseded, guard.claim(&set(2, 5, 50), at(60)));
+    }
+
+    #[test]
+    fn a_released_set_is_granted_again_and_only_its_own_claim_releases() {
+        let guard = MemoryGuard::new(4);
+        let s = set(2, 7, 10);
+        assert_eq!(Granted, guard.claim(&s, at(10)));
+        guard.release(&set(2, 8, 5), at(11));
+        assert_eq!(Taken, guard.claim(&s, at(12)));
+        guard.release(&s, at(13));
+        assert_eq!(Granted, guard.claim(&s, at(14)));
+    }
+
+    #[test]
+    fn a_revoked_set_is_never_granted_but_a_newer_one_is() {
+        let guard = MemoryGuard::new(4);
+        let s = set(2, 7, 10);
+        assert_eq!(Granted, guard.claim(&s, at(10)));
+        guard.revoke(&s, at(11));
+        guard.release(&s, at(12));
+        assert_eq!(Revoked, guard.claim(&s, at(13)));
+        // Revoked before any claim or record (a fleet member that never
+        // saw it).
+        let unknown = set(3, 9, 10);
+        guard.revoke(&unknown, at(13));
+        assert_eq!(Revoked, guard.claim(&unknown, at(14)));
+        // What the retreated connection measures afterwards is a new set.
+        let after = set(2, 8, 20);
+        guard.record(&after, at(20));
+        assert_eq!(Granted, guard.claim(&after, at(21)));
+    }
+
+    #[test]
+    fn the_rules_as_a_table() {
+        use SetEvent as E;
+        use SetState as S;
+        let s = set(2, 7, 10);
+        let rec = |id, measured: u64, state| {
+            Some(SetRecord {
+                id: SetId(id),
+                measured_at: measured * 1000,
+                state,
+            })
+        };
+        let cases = [
+            (None, E::Claimed, rec(7, 10, S::Claimed), Granted),
+            (
+                rec(7, 10, S::Free),
+                E::Claimed,
+                rec(7, 10, S::Claimed),
+                Granted,
+            ),
+            (
+                rec(7, 10, S::Claimed),
+                E::Claimed,
+                rec(7, 10, S::Claimed),
+                Taken,
+            ),
+            (
+                rec(7, 10, S::Revoked),
+                E::Claimed,
+                rec(7, 10, S::Revoked),
+                Revoked,
+            ),
+            (
+                rec(6, 9, S::Claimed),
+                E::Claimed,
+                rec(7, 10, S::Claimed),
+                Granted,
+            ),
+            (
+                rec(6, 10, S::Free),
+                E::Claimed,
+                rec(6, 10, S::Free),
+                Superseded,
+            ),
+            (
+                rec(6, 11, S::Free),
+                E::Claimed,
+                rec(6, 11, S::Free),
+                Superseded,
+            ),
+            (None, E::Minted, rec(7, 10, S::Free), Pending),
+            (
+                rec(6, 10, S::Claimed),
+                E::Minted,
+                rec(7, 10, S::Free),
+                Pending,
+            ),
+            (rec(6, 11, S::Free), E::Minted, rec(6, 11, S::Free), Pending),
+            (
+                rec(7, 10, S::Claimed),
+                E::Minted,
+                rec(7, 10, S::Claimed),
+                Pending,
+            ),
+            (
+                rec(7, 10, S::Claimed),
+                E::Released,
+                rec(7, 10, S::Free),
+                Pending,
+            ),
+            (
+                rec(7, 10, S::Revoked),
+                E::Released,
+                rec(7, 10, S::Revoked),
+                Pending,
+            ),
+            (
+                rec(6, 9, S::Claimed),
+                E::Released,
+                rec(6, 9, S::Claimed),
+                Pending,
+            ),
+            (None, E::Released, None, Pending),
+            (None, E::Revoked, rec(7, 10, S::Revoked), Pending),
+            (
+                rec(7, 10, S::Claimed),
+                E::Revoked,
+                rec(7, 10, S::Revoked),
+                Pending,
+            ),
+            (
+                rec(6, 11, S::Free),
+                E::Revoked,
+                rec(6, 11, S::Free),
+                Pending,
+            ),
+            (
+                rec(6, 9, S::Free),
+                E::Revoked,
+                rec(7, 10, S::Revoked),
+                Pending,
+            ),
+        ];
+        for (record, event, next, outcome) in cases {
+            let decided = decide(record, &s, event);
+            assert_eq!(decided, (next, outcome), "{record:?} {event:?}");
+        }
+    }
+
+    #[test]
+    fn a_full_guard_refuses_new_networks_rather_than_forgets() {
         let guard = MemoryGuard::new(2);
-        assert_eq!(Granted, guard.claim(SetId(1), at(50), at(0)));
-        assert_eq!(Granted, guard.claim(SetId(2), at(60), at(0)));
-        assert_eq!(Unavailable, guard.claim(SetId(3), at(60), at(1)));
-        assert_eq!(Taken, guard.claim(SetId(1), at(50), at(1)));
+        assert_eq!(Granted, guard.claim(&set(1, 1, 0), at(0)));
+        assert_eq!(Granted, guard.claim(&set(2, 2, 0), at(0)));
+        assert_eq!(Unavailable, guard.claim(&set(3, 3, 0), at(1)));
+        guard.record(&set(3, 3, 0), at(1));
         assert_eq!(guard.len(), 2);
-        assert_eq!(Granted, guard.claim(SetId(3), at(70), at(50)));
+        assert_eq!(Taken, guard.claim(&set(1, 1, 0), at(1)));
+        // A revocation makes room: it must not be lost.
+        guard.revoke(&set(3, 3, 0), at(2));
+        assert_eq!(Revoked, guard.claim(&set(3, 3, 0), at(2)));
         assert_eq!(guard.len(), 2);
-        assert_eq!(Taken, guard.claim(SetId(2), at(60), at(50)));
+        // Records expire with their sets.
+        assert_eq!(Granted, guard.claim(&set(4, 4, 100), at(100)));
     }
 
     #[test]
     fn zero_capacity_refuses_everything() {
         let guard = MemoryGuard::new(0);
-        assert_eq!(Unavailable, guard.claim(SetId(1), at(50), at(0)));
+        guard.revoke(&set(1, 1, 0), at(0));
+        assert_eq!(Unavailable, guard.claim(&set(1, 1, 0), at(0)));
         assert!(guard.is_empty());
     }
 
     #[test]
-    fn parallel_claims_of_one_id_admit_exactly_one() {
+    fn parallel_claims_of_one_set_admit_exactly_one() {
         let guard = MemoryGuard::new(16);
-        let admitted = std::thread::scope(|s| {
+        let s = set(2, 42, 1);
+        let admitted = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..8)
-                .map(|_| s.spawn(|| guard.claim(SetId(42), at(100), at(1))))
+                .map(|_| scope.spawn(|| guard.claim(&s, at(1))))
                 .collect();
             handles
                 .into_iter()
@@ -365,5 +759,14 @@ mod tests {
             claim.wait()
         });
         assert_eq!(outcome, Taken);
+    }
+
+    #[test]
+    fn refusals_name_their_reason() {
+        assert_eq!(Superseded.refusal(), Some(NoResume::Superseded));
+        assert_eq!(Revoked.refusal(), Some(NoResume::Revoked));
+        assert_eq!(Taken.refusal(), Some(NoResume::AlreadyInUse));
+        assert_eq!(Pending.refusal(), Some(NoResume::GuardUnavailable));
+        assert_eq!(Granted.refusal(), None);
     }
 }

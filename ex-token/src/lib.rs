@@ -49,12 +49,12 @@
 //! Address Validation plaintext:
 //!   family (1: 4 | 6) | address (4 | 16) | expiry (8, unix s)
 //! BDP Private Data plaintext:
-//!   family (1) | address (4 | 16) | expiry (8) | saved-set id (8)
-//!   | extras length (1) | extras (0..=32)
+//!   family (1) | address (4 | 16) | measured at (8, unix ms)
+//!   | saved-set id (8) | site (4) | extras length (1) | extras (0..=32)
 //!
 //! additional data = label | key id | bound
 //!   Address Validation: label "quiche-cr ex-token address v1", no bound
-//!   BDP Private Data:   label "quiche-cr ex-token bdp v1",
+//!   BDP Private Data:   label "quiche-cr ex-token bdp v2",
 //!                       bound = Capacity (8, BE) | RTT (8, BE)
 //! ```
 //!
@@ -68,12 +68,24 @@
 //! anti-amplification limit. The BDP part matches a prefix (/24 or /56 by
 //! default) as clients rotate addresses within a network.
 //!
+//! # Saved sets
+//!
+//! Every BDP token belongs to a saved set ([`SavedSet`]): an id, the
+//! [`RemoteEndpoint`] it was measured for (the serving [`SiteId`] and the
+//! client's network) and when it was measured. Its lifetime
+//! ([`ServerConfig::saved_set_lifetime`], one hour by default) runs from
+//! the measurement, however often the set is handed on. A [`TokenGuard`]
+//! enforces RFC 9959's rules across connections: the newest set of a Remote
+//! Endpoint supersedes the older ones, one connection at a time uses a set,
+//! and a set whose jump met congestion is revoked for good.
+//!
 //! # Server example
 //!
 //! ```
 //! use std::time::{Duration, SystemTime};
 //! use ex_token::{
-//!     KeyRing, MemoryGuard, SavedPath, ServerConfig, SystemRng, TokenKey, TokenServer,
+//!     KeyRing, MemoryGuard, SavedPath, ServerConfig, SystemRng, TokenGuard, TokenKey,
+//!     TokenServer,
 //! };
 //!
 //! let mut rng = SystemRng::new();
@@ -85,10 +97,12 @@
 //!
 //! // End of connection 1: save what was learnt about the path.
 //! let saved = SavedPath { capacity: 1_250_000, rtt: Duration::from_millis(600), extras: b"" };
-//! // Every token minted from this connection's observations belongs to one saved set.
-//! let set = server.new_saved_set(now, Duration::from_secs(3600))?;
-//! let token = server.mint_bdp_token(client, &saved, set)?;
-//! let sibling = server.mint_bdp_token(client, &saved, set)?;
+//! // Every token minted from this connection's observations belongs to one
+//! // saved set, the newest of the client's network.
+//! let set = server.new_saved_set(client, now)?;
+//! guard.record(&set, now);
+//! let token = server.mint_bdp_token(client, &saved, &set)?;
+//! let sibling = server.mint_bdp_token(client, &saved, &set)?;
 //!
 //! // Connection 2, an hour minus a minute later, from another port.
 //! let client = "192.0.2.10:50001".parse()?;
@@ -104,6 +118,10 @@
 //! assert_eq!(again.resume, Err(ex_token::NoResume::AlreadyInUse));
 //! let again = server.validate(&sibling, client, later, &guard)?;
 //! assert_eq!(again.resume, Err(ex_token::NoResume::AlreadyInUse));
+//!
+//! // An hour after the measurement the set has expired.
+//! let expired = server.validate(&token, client, now + Duration::from_secs(3600), &guard)?;
+//! assert_eq!(expired.resume, Err(ex_token::NoResume::Expired));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -121,8 +139,8 @@
 //! #     KeyRing::new(TokenKey::from_bytes(1, &[1; 32])?), SimRng::new(1), ServerConfig::default());
 //! # let saved = SavedPath { capacity: 1_250_000, rtt: Duration::from_millis(600), extras: b"" };
 //! # let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-//! # let set = server.new_saved_set(now, Duration::from_secs(60))?;
-//! # let new_token = server.mint_bdp_token("192.0.2.10:1".parse()?, &saved, set)?;
+//! # let set = server.new_saved_set("192.0.2.10:1".parse()?, now)?;
+//! # let new_token = server.mint_bdp_token("192.0.2.10:1".parse()?, &saved, &set)?;
 //! let server_addr = "203.0.113.5:443".parse()?;
 //! let mut store = TokenStore::new(StoreConfig::default());
 //! store.insert("example.org", server_addr, new_token, now);
@@ -145,6 +163,7 @@ mod guard;
 mod keys;
 mod outcome;
 mod payload;
+mod remote;
 mod rng;
 mod server;
 mod store;
@@ -157,12 +176,16 @@ pub use bdp::{BdpDecodeError, BdpToken};
 pub use client::{lower_requested_capacity, LowerError};
 pub use codepoints::{ErrorCodes, BDP_TOKEN_ERROR, EX_TOKEN_ENABLED, EX_TOKEN_ERROR, TP_EX_TOKEN};
 pub use extension_id::ExtensionId;
-pub use guard::{Claim, ClaimAnswer, ClaimOutcome, MemoryGuard, SetId, TokenGuard};
+pub use guard::{
+    decide, Claim, ClaimAnswer, ClaimOutcome, MemoryGuard, SetEvent, SetId, SetRecord, SetState,
+    TokenGuard,
+};
 pub use keys::{KeyError, KeyRing, OpenError, TokenKey, KEY_LEN, MAX_PREVIOUS_KEYS};
 pub use outcome::{
     AddressStatus, InvalidToken, NoResume, SavedParameters, TokenRejected, Validation,
 };
 pub use payload::{Extras, MAX_EXTRAS};
+pub use remote::{RemoteEndpoint, SiteId};
 pub use rng::{RandomError, Rng, SimRng, SystemRng};
 pub use server::{MintError, Policy, SavedPath, SavedSet, ServerConfig, TokenServer};
 pub use store::{StoreConfig, TokenStore};

@@ -1,9 +1,9 @@
 //! What validating a token tells the server.
 
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use crate::{BdpDecodeError, DecodeError, Extras, OpenError, SetId};
+use crate::{BdpDecodeError, DecodeError, Extras, OpenError, SavedSet};
 
 /// The result of validating a token presented in a client's Initial.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,10 +49,9 @@ pub struct SavedParameters {
     pub capacity: u64,
     /// Requested Capacity as presented by the client, in bytes.
     pub requested_capacity: u64,
-    /// The saved set's id, which the guard claims.
-    pub set_id: SetId,
-    /// When the saved parameters stop being usable (the set's expiry).
-    pub expiry: SystemTime,
+    /// The saved set the token carries: what the guard claims, and what a
+    /// connection that measures nothing better hands on.
+    pub set: SavedSet,
     /// Server extras sealed at minting.
     pub extras: Extras,
 }
@@ -69,11 +68,19 @@ pub enum NoResume {
     Expired,
     /// The client is outside the network the parameters were saved for.
     AddressMismatch,
+    /// The set was measured by another site (see
+    /// [`crate::ServerConfig::site`]).
+    OtherSite,
     /// The client set Requested Capacity to 0: it asks for a fresh start.
     RequestedZero,
     /// Another connection already resumed from this saved set (with this
     /// token or a sibling).
     AlreadyInUse,
+    /// A newer saved set was minted for the client's Remote Endpoint: at
+    /// most one set per Remote Endpoint may be used (RFC 9959).
+    Superseded,
+    /// The set led to a Safe Retreat: it must never be used again.
+    Revoked,
     /// The guard could not tell whether the set is in use (unreachable,
     /// too slow, full): the connection does not resume (fail closed).
     GuardUnavailable,
@@ -88,6 +95,9 @@ impl fmt::Display for NoResume {
             Self::Unprotected => f.write_str("saved capacity not sealed by us"),
             Self::Expired => f.write_str("saved capacity expired"),
             Self::AddressMismatch => f.write_str("client is on another network"),
+            Self::OtherSite => f.write_str("saved capacity measured by another site"),
+            Self::Superseded => f.write_str("a newer saved capacity supersedes it"),
+            Self::Revoked => f.write_str("saved capacity revoked after a retreat"),
             Self::RequestedZero => f.write_str("client opted out (requested capacity 0)"),
             Self::AlreadyInUse => f.write_str("saved capacity already used by another connection"),
             Self::GuardUnavailable => {

@@ -1,9 +1,10 @@
 //! Plaintext layouts of the two sealed parts (quiche-cr's own format).
 //!
 //! Address validation: `address || expiry (u64)`.
-//! BDP private data: `address || expiry (u64) || saved-set id (u64) ||
-//! extras length (u8) || extras`. Addresses are `family (1) || octets`;
-//! integers are big-endian; expiry is in unix seconds.
+//! BDP private data: `address || measured at (u64) || saved-set id (u64) ||
+//! site (u32) || extras length (u8) || extras`. Addresses are
+//! `family (1) || octets`; integers are big-endian; expiry is in unix
+//! seconds, the measurement time in unix milliseconds.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -14,7 +15,9 @@ use crate::address;
 pub(crate) const ADDRESS_LABEL: &[u8] = b"quiche-cr ex-token address v1";
 
 /// Additional-data label of the BDP private data.
-pub(crate) const BDP_LABEL: &[u8] = b"quiche-cr ex-token bdp v1";
+/// Version 2: the set's measurement time and site instead of an expiry
+/// (a saved set's lifetime runs from its measurement, RFC 9959).
+pub(crate) const BDP_LABEL: &[u8] = b"quiche-cr ex-token bdp v2";
 
 /// Largest server extras, in bytes.
 pub const MAX_EXTRAS: usize = 32;
@@ -73,32 +76,37 @@ impl AddressPayload {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct BdpPayload {
     pub ip: IpAddr,
-    pub expiry: u64,
+    /// When the saved set was measured, unix milliseconds.
+    pub measured_at: u64,
     pub set_id: u64,
+    pub site: u32,
     pub extras: Extras,
 }
 
 impl BdpPayload {
     pub fn encode(&self, out: &mut Vec<u8>) {
         address::encode(self.ip, out);
-        out.extend_from_slice(&self.expiry.to_be_bytes());
+        out.extend_from_slice(&self.measured_at.to_be_bytes());
         out.extend_from_slice(&self.set_id.to_be_bytes());
+        out.extend_from_slice(&self.site.to_be_bytes());
         out.push(self.extras.len);
         out.extend_from_slice(self.extras.as_bytes());
     }
 
     pub fn decode(bytes: &[u8]) -> Option<Self> {
         let (ip, rest) = address::decode(bytes)?;
-        let (expiry, rest) = rest.split_first_chunk::<8>()?;
+        let (measured_at, rest) = rest.split_first_chunk::<8>()?;
         let (set_id, rest) = rest.split_first_chunk::<8>()?;
+        let (site, rest) = rest.split_first_chunk::<4>()?;
         let (&len, extras) = rest.split_first()?;
         if usize::from(len) != extras.len() {
             return None;
         }
         Some(Self {
             ip,
-            expiry: u64::from_be_bytes(*expiry),
+            measured_at: u64::from_be_bytes(*measured_at),
             set_id: u64::from_be_bytes(*set_id),
+            site: u32::from_be_bytes(*site),
             extras: Extras::new(extras)?,
         })
     }
@@ -137,16 +145,18 @@ mod tests {
     fn bdp_payload_layout() {
         let p = BdpPayload {
             ip: "2001:db8::1".parse().unwrap(),
-            expiry: 1_700_000_000,
+            measured_at: 1_700_000_000_123,
             set_id: 0xdead_beef,
+            site: 0x0a0b_0c0d,
             extras: Extras::new(b"bbr2").unwrap(),
         };
         let mut out = Vec::new();
         p.encode(&mut out);
-        assert_eq!(out.len(), 17 + 8 + 8 + 1 + 4);
-        assert_eq!(&out[17..25], &1_700_000_000u64.to_be_bytes());
+        assert_eq!(out.len(), 17 + 8 + 8 + 4 + 1 + 4);
+        assert_eq!(&out[17..25], &1_700_000_000_123u64.to_be_bytes());
         assert_eq!(&out[25..33], &0xdead_beefu64.to_be_bytes());
-        assert_eq!(&out[33..], &[4, b'b', b'b', b'r', b'2']);
+        assert_eq!(&out[33..37], &[0x0a, 0x0b, 0x0c, 0x0d]);
+        assert_eq!(&out[37..], &[4, b'b', b'b', b'r', b'2']);
         assert_eq!(BdpPayload::decode(&out), Some(p));
         out.pop();
         assert_eq!(BdpPayload::decode(&out), None);

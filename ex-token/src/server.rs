@@ -6,11 +6,11 @@ use std::time::{Duration, SystemTime};
 
 use crate::keys::{MAX_PLAINTEXT, OPEN_BUF, SEAL_OVERHEAD};
 use crate::payload::{bdp_bound, AddressPayload, BdpPayload, ADDRESS_LABEL, BDP_LABEL};
-use crate::time::{expiry, from_unix_secs, unix_secs};
+use crate::time::{expiry, from_unix_ms, unix_ms, unix_secs};
 use crate::{
     AddressPrefixes, AddressStatus, BdpToken, EncodeError, ErrorCodes, ExToken, ExTokenBuilder,
-    Extras, InvalidToken, KeyRing, NoResume, Rng, SavedParameters, SetId, SystemRng, TokenGuard,
-    TokenRejected, Validation,
+    Extras, InvalidToken, KeyRing, NoResume, RemoteEndpoint, Rng, SavedParameters, SetId, SiteId,
+    SystemRng, TokenGuard, TokenRejected, Validation,
 };
 
 /// What to do with a token that is present but invalid.
@@ -36,9 +36,19 @@ pub struct ServerConfig {
     /// Address match required to validate the client's address; exact by
     /// default, as the anti-amplification limit depends on it.
     pub address_prefixes: AddressPrefixes,
-    /// Address match required to resume; the client's /24 or /56 by
-    /// default, since the saved parameters describe the path, not the host.
+    /// Address match required to resume, and the client network of a
+    /// [`RemoteEndpoint`]; the client's /24 or /56 by default, since the
+    /// saved parameters describe the path, not the host.
     pub bdp_prefixes: AddressPrefixes,
+    /// How long a saved set may be used, counted from when it was measured
+    /// (RFC 9959 leaves it to the sender; default one hour). Tokens that
+    /// hand a set on keep its measurement time, so a set never outlives
+    /// this however often it is handed on.
+    pub saved_set_lifetime: Duration,
+    /// This server's site: sealed into every BDP token, and a token of
+    /// another site does not resume ([`NoResume::OtherSite`]). Servers that
+    /// share a key ring but not their paths use distinct sites; default 0.
+    pub site: SiteId,
     /// Add a reserved (GREASE) extension to every minted token.
     pub grease: bool,
 }
@@ -50,6 +60,8 @@ impl Default for ServerConfig {
             error_codes: ErrorCodes::default(),
             address_prefixes: AddressPrefixes::EXACT,
             bdp_prefixes: AddressPrefixes::SAME_NETWORK,
+            saved_set_lifetime: Duration::from_secs(3600),
+            site: SiteId::default(),
             grease: true,
         }
     }
@@ -68,15 +80,30 @@ pub struct SavedPath<'a> {
 }
 
 /// The saved set a BDP token belongs to. A connection draws one
-/// ([`TokenServer::new_saved_set`]) and mints all its BDP tokens from it, so
-/// that its sibling tokens share one id and one expiry and the guard admits
-/// at most one of them ([`crate::TokenGuard`]).
+/// ([`TokenServer::new_saved_set`]) and mints its BDP tokens from it, so
+/// that its sibling tokens share one id, measurement time and expiry and
+/// the guard admits at most one connection per set ([`crate::TokenGuard`]);
+/// a connection that resumed from a set and has measured nothing better
+/// hands that same set on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SavedSet {
     /// The id the guard claims.
     pub id: SetId,
-    /// When every token of the set expires (whole seconds).
+    /// The Remote Endpoint the set belongs to: one current set each.
+    pub endpoint: RemoteEndpoint,
+    /// When the set was measured (millisecond precision): its lifetime runs
+    /// from here, and a set measured later supersedes it.
+    pub measured_at: SystemTime,
+    /// When every token of the set expires: `measured_at` plus the
+    /// server's [`ServerConfig::saved_set_lifetime`].
     pub expiry: SystemTime,
+}
+
+impl SavedSet {
+    /// [`SavedSet::measured_at`] in unix milliseconds.
+    pub fn measured_at_ms(&self) -> u64 {
+        unix_ms(self.measured_at)
+    }
 }
 
 /// Why a token could not be minted.
@@ -154,19 +181,34 @@ impl<R: Rng> TokenServer<R> {
         self.finish(ExTokenBuilder::new(&address)?)
     }
 
-    /// Draws a new saved set, with a random id, valid for `lifetime` from
-    /// `now`.
+    /// Draws a new saved set for the client at `client`, measured `now`,
+    /// with a random id.
     pub fn new_saved_set(
         &mut self,
+        client: SocketAddr,
         now: SystemTime,
-        lifetime: Duration,
     ) -> Result<SavedSet, MintError> {
         let mut id = [0u8; 8];
         self.rng.fill(&mut id).map_err(|_| MintError::Random)?;
-        Ok(SavedSet {
-            id: SetId(u64::from_be_bytes(id)),
-            expiry: from_unix_secs(expiry(now, lifetime)),
-        })
+        Ok(self.saved_set(SetId(u64::from_be_bytes(id)), client.ip(), unix_ms(now)))
+    }
+
+    /// The Remote Endpoint of a client at `client`, as this server keys
+    /// saved sets.
+    pub fn remote_endpoint(&self, client: IpAddr) -> RemoteEndpoint {
+        RemoteEndpoint::new(self.config.site, client, self.config.bdp_prefixes)
+    }
+
+    fn saved_set(&self, id: SetId, client: IpAddr, measured_at_ms: u64) -> SavedSet {
+        let measured_at = from_unix_ms(measured_at_ms);
+        SavedSet {
+            id,
+            endpoint: self.remote_endpoint(client),
+            measured_at,
+            expiry: measured_at
+                .checked_add(self.config.saved_set_lifetime)
+                .unwrap_or(measured_at),
+        }
     }
 
     /// Mints a token of saved set `set` that validates the client's address
@@ -176,7 +218,7 @@ impl<R: Rng> TokenServer<R> {
         &mut self,
         client: SocketAddr,
         path: &SavedPath<'_>,
-        set: SavedSet,
+        set: &SavedSet,
     ) -> Result<Vec<u8>, MintError> {
         if path.capacity == 0 {
             return Err(MintError::ZeroCapacity);
@@ -188,8 +230,9 @@ impl<R: Rng> TokenServer<R> {
 
         let payload = BdpPayload {
             ip: client.ip(),
-            expiry,
+            measured_at: set.measured_at_ms(),
             set_id: set.id.0,
+            site: self.config.site.0,
             extras,
         };
         let mut plaintext = Vec::with_capacity(MAX_PLAINTEXT);
@@ -250,7 +293,7 @@ impl<R: Rng> TokenServer<R> {
     ) -> Result<Validation, TokenRejected> {
         let mut validation = self.validate_unclaimed(token, client, now)?;
         if let Ok(saved) = validation.resume {
-            if let Some(why) = guard.claim(saved.set_id, saved.expiry, now).refusal() {
+            if let Some(why) = guard.claim(&saved.set, now).refusal() {
                 validation.resume = Err(why);
             }
         }
@@ -259,11 +302,11 @@ impl<R: Rng> TokenServer<R> {
 
     /// Validates a token from a client's Initial packet without claiming
     /// its saved set: `resume` is `Ok` when the set may be used provided the
-    /// caller's claim of [`SavedParameters::set_id`] until
-    /// [`SavedParameters::expiry`] is granted
-    /// ([`TokenGuard::start_claim`]). A server whose guard answers over the
-    /// network starts the claim here and waits for it only when the sender
-    /// would jump.
+    /// caller's claim of [`SavedParameters::set`] is granted
+    /// ([`TokenGuard::start_claim`]). A server claims the set once the
+    /// client has proved its address (the handshake is complete: anyone can
+    /// forge an Initial carrying a copied token), and needs the answer only
+    /// when the sender would jump.
     ///
     /// Under the default [`Policy::Lenient`] this never returns an error.
     pub fn validate_unclaimed(
@@ -362,8 +405,12 @@ impl<R: Rng> TokenServer<R> {
         if bdp.capacity == 0 {
             return Err(invalid(InvalidToken::ZeroCapacity));
         }
-        if unix_secs(now) >= payload.expiry {
+        let set = self.saved_set(SetId(payload.set_id), payload.ip, payload.measured_at);
+        if now >= set.expiry {
             return Err(NoResume::Expired);
+        }
+        if payload.site != self.config.site.0 {
+            return Err(NoResume::OtherSite);
         }
         if !self.config.bdp_prefixes.matches(payload.ip, ip) {
             return Err(NoResume::AddressMismatch);
@@ -376,8 +423,7 @@ impl<R: Rng> TokenServer<R> {
             saved_rtt: Duration::from_micros(bdp.rtt_us),
             capacity: bdp.capacity,
             requested_capacity: bdp.requested_capacity,
-            set_id: SetId(payload.set_id),
-            expiry: from_unix_secs(payload.expiry),
+            set,
             extras: payload.extras,
         })
     }
@@ -422,19 +468,20 @@ mod tests {
 
     fn resume(server: &TokenServer<SimRng>, token: &[u8]) -> Result<SavedParameters, NoResume> {
         let client = "192.0.2.1:1".parse().unwrap();
-        let now = from_unix_secs(NOW);
+        let now = from_unix_ms(NOW * 1000);
         server
             .validate(token, client, now, &MemoryGuard::new(1))
             .unwrap()
             .resume
     }
 
-    fn payload(expiry: u64) -> Vec<u8> {
+    fn payload(measured_at_secs: u64) -> Vec<u8> {
         let mut plaintext = Vec::new();
         BdpPayload {
             ip: "192.0.2.1".parse().unwrap(),
-            expiry,
+            measured_at: measured_at_secs * 1000,
             set_id: 5,
+            site: 0,
             extras: Extras::default(),
         }
         .encode(&mut plaintext);
@@ -454,12 +501,12 @@ mod tests {
     #[test]
     fn authentic_zero_capacity_is_invalid() {
         let mut server = server();
-        let token = sealed_bdp(&mut server, 0, &payload(NOW + 1));
+        let token = sealed_bdp(&mut server, 0, &payload(NOW));
         assert_eq!(
             resume(&server, &token),
             Err(NoResume::Invalid(InvalidToken::ZeroCapacity))
         );
-        let token = sealed_bdp(&mut server, 10, &payload(NOW + 1));
+        let token = sealed_bdp(&mut server, 10, &payload(NOW));
         assert_eq!(resume(&server, &token).map(|p| p.saved_cwnd), Ok(1));
     }
 }

@@ -13,20 +13,30 @@ pub(crate) fn unix_secs(t: SystemTime) -> u64 {
         .map_or(0, |since| since.as_secs())
 }
 
+/// Whole milliseconds since the unix epoch; times before it count as 0,
+/// and times after [`MAX_UNIX_SECS`] as that.
+pub(crate) fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        u64::try_from(since.as_millis())
+            .unwrap_or(u64::MAX)
+            .min(MAX_UNIX_SECS * 1000)
+    })
+}
+
+/// The instant `ms` milliseconds after the unix epoch, clamped to
+/// [`MAX_UNIX_SECS`].
+pub(crate) fn from_unix_ms(ms: u64) -> SystemTime {
+    UNIX_EPOCH
+        .checked_add(Duration::from_millis(ms.min(MAX_UNIX_SECS * 1000)))
+        .unwrap_or(UNIX_EPOCH)
+}
+
 /// Expiry, in unix seconds, of something created at `now` to live for
 /// `lifetime` (whole seconds), clamped to [`MAX_UNIX_SECS`].
 pub(crate) fn expiry(now: SystemTime, lifetime: Duration) -> u64 {
     unix_secs(now)
         .saturating_add(lifetime.as_secs())
         .min(MAX_UNIX_SECS)
-}
-
-/// The instant `secs` seconds after the unix epoch, clamped to
-/// [`MAX_UNIX_SECS`].
-pub(crate) fn from_unix_secs(secs: u64) -> SystemTime {
-    UNIX_EPOCH
-        .checked_add(Duration::from_secs(secs.min(MAX_UNIX_SECS)))
-        .unwrap_or(UNIX_EPOCH)
 }
 
 #[cfg(test)]
@@ -40,7 +50,10 @@ mod tests {
         assert_eq!(unix_secs(UNIX_EPOCH - Duration::from_secs(5)), 0);
         assert_eq!(expiry(t, Duration::from_millis(2_500)), 12);
         assert_eq!(expiry(t, Duration::MAX), MAX_UNIX_SECS);
-        assert_eq!(from_unix_secs(u64::MAX), from_unix_secs(MAX_UNIX_SECS));
-        assert_eq!(unix_secs(from_unix_secs(77)), 77);
+        assert_eq!(unix_ms(t), 10_999);
+        assert_eq!(unix_ms(from_unix_ms(1_234)), 1_234);
+        assert_eq!(unix_ms(UNIX_EPOCH - Duration::from_secs(5)), 0);
+        assert_eq!(from_unix_ms(u64::MAX), from_unix_ms(MAX_UNIX_SECS * 1000));
+        assert_eq!(unix_secs(from_unix_ms(77_999)), 77);
     }
 }

@@ -46,8 +46,8 @@ fn saved() -> SavedPath<'static> {
 
 fn mint(server: &mut TokenServer<SimRng>, client: &str) -> Vec<u8> {
     server
-        .new_saved_set(at(T0), LIFETIME)
-        .and_then(|set| server.mint_bdp_token(addr(client), &saved(), set))
+        .new_saved_set(addr(client), at(T0))
+        .and_then(|set| server.mint_bdp_token(addr(client), &saved(), &set))
         .unwrap()
 }
 
@@ -65,7 +65,8 @@ fn bdp_token_round_trip() {
     assert_eq!(p.capacity, CAPACITY);
     assert_eq!(p.requested_capacity, CAPACITY);
     assert_eq!(p.saved_rtt, RTT);
-    assert_eq!(p.expiry, at(T0 + 3600));
+    assert_eq!(p.set.expiry, at(T0 + 3600));
+    assert_eq!(p.set.measured_at, at(T0));
     assert_eq!(p.extras.as_bytes(), b"cubic");
     assert_eq!(guard.len(), 1);
 
@@ -519,20 +520,66 @@ fn one_token_resumes_one_connection() {
     assert!(first.resume.is_ok());
     assert_eq!(second.resume, Err(NoResume::AlreadyInUse));
     assert!(second.address.is_validated());
-    // A fresh token from the same server resumes.
-    let fresh = mint(&mut server, "192.0.2.1:1");
+    // A set measured later, for the same network, resumes and supersedes
+    // the first.
+    let set = server.new_saved_set(client, at(T0 + 1)).unwrap();
+    let fresh = server.mint_bdp_token(client, &saved(), &set).unwrap();
     assert!(server
         .validate(&fresh, client, at(T0 + 2), &guard)
         .unwrap()
         .resume
         .is_ok());
+    let old = server.validate(&token, client, at(T0 + 3), &guard).unwrap();
+    assert_eq!(old.resume, Err(NoResume::Superseded));
+}
+
+#[test]
+fn a_set_expires_one_lifetime_after_its_measurement_and_not_before() {
+    let mut server = server_with(ServerConfig {
+        saved_set_lifetime: Duration::from_secs(600),
+        ..ServerConfig::default()
+    });
+    let client = addr("192.0.2.1:1");
+    let set = server.new_saved_set(client, at(T0)).unwrap();
+    let token = server.mint_bdp_token(client, &saved(), &set).unwrap();
+    let guard = MemoryGuard::new(4);
+    let last_second = server.validate(&token, client, at(T0 + 599), &guard);
+    assert_eq!(last_second.unwrap().resume.map(|p| p.set), Ok(set));
+    let expired = server.validate(&token, client, at(T0 + 600), &guard);
+    assert_eq!(expired.unwrap().resume, Err(NoResume::Expired));
+}
+
+#[test]
+fn a_set_of_another_site_does_not_resume() {
+    let mut site_a = server_with(ServerConfig {
+        site: ex_token::SiteId(1),
+        ..ServerConfig::default()
+    });
+    let site_b = server_with(ServerConfig {
+        site: ex_token::SiteId(2),
+        ..ServerConfig::default()
+    });
+    let client = addr("192.0.2.1:1");
+    let set = site_a.new_saved_set(client, at(T0)).unwrap();
+    let token = site_a.mint_bdp_token(client, &saved(), &set).unwrap();
+    let guard = MemoryGuard::new(4);
+    let v = site_b.validate(&token, client, at(T0 + 1), &guard).unwrap();
+    // The key ring is shared: the address is validated, the set is not used.
+    assert!(v.address.is_validated());
+    assert_eq!(v.resume, Err(NoResume::OtherSite));
+    assert!(guard.is_empty());
+    let v = site_a.validate(&token, client, at(T0 + 1), &guard).unwrap();
+    assert_eq!(
+        v.resume.map(|p| p.set.endpoint.site),
+        Ok(ex_token::SiteId(1))
+    );
 }
 
 #[test]
 fn sibling_tokens_of_one_saved_set_resume_once_until_the_set_expires() {
     let mut server = server();
     let client = addr("192.0.2.1:1");
-    let set = server.new_saved_set(at(T0), LIFETIME).unwrap();
+    let set = server.new_saved_set(client, at(T0)).unwrap();
     // A connection's estimate grew: two tokens, two capacities, one set.
     let early = server
         .mint_bdp_token(
@@ -541,7 +588,7 @@ fn sibling_tokens_of_one_saved_set_resume_once_until_the_set_expires() {
                 capacity: 221_000,
                 ..saved()
             },
-            set,
+            &set,
         )
         .unwrap();
     let late = server
@@ -551,7 +598,7 @@ fn sibling_tokens_of_one_saved_set_resume_once_until_the_set_expires() {
                 capacity: 568_000,
                 ..saved()
             },
-            set,
+            &set,
         )
         .unwrap();
     let guard = MemoryGuard::new(16);
@@ -559,7 +606,7 @@ fn sibling_tokens_of_one_saved_set_resume_once_until_the_set_expires() {
         .validate(&late, client, at(T0 + 100), &guard)
         .unwrap();
     assert_eq!(
-        first.resume.map(|p| (p.saved_cwnd, p.set_id)),
+        first.resume.map(|p| (p.saved_cwnd, p.set.id)),
         Ok((568_000, set.id))
     );
     let sibling = server
@@ -608,8 +655,8 @@ fn mint_refuses_unencodable_parameters() {
     let mut server = server();
     let client = addr("192.0.2.1:1");
     let mint = |server: &mut TokenServer<SimRng>, path: SavedPath<'_>| {
-        let set = server.new_saved_set(at(T0), LIFETIME)?;
-        server.mint_bdp_token(client, &path, set)
+        let set = server.new_saved_set(client, at(T0))?;
+        server.mint_bdp_token(client, &path, &set)
     };
     assert_eq!(
         mint(

@@ -65,16 +65,17 @@ fn tokens() -> Result<Vec<(&'static str, Vec<u8>)>, Box<dyn std::error::Error>> 
         ..geo
     };
 
-    let set = server.new_saved_set(now, hour)?;
-    let expired = server.new_saved_set(now - 2 * hour, hour)?;
-    let mut lowered = server.mint_bdp_token(v4, &geo, set)?;
+    let set = server.new_saved_set(v4, now)?;
+    let set_v6 = server.new_saved_set(v6, now)?;
+    let expired = server.new_saved_set(v4, now - 2 * hour)?;
+    let mut lowered = server.mint_bdp_token(v4, &geo, &set)?;
     lower_requested_capacity(&mut lowered, 300_000)?;
     let mut other_key = TokenServer::new(
         KeyRing::new(TokenKey::from_bytes(9, &[0x33; 32])?),
         SimRng::new(8),
         ServerConfig::default(),
     );
-    let other_set = other_key.new_saved_set(now, hour)?;
+    let other_set = other_key.new_saved_set(v4, now)?;
     let mut grease = ExTokenBuilder::new(&[0x01; 40])?;
     grease
         .extension(ExtensionId::private_use(0).expect("in range"), b"private")?
@@ -83,15 +84,15 @@ fn tokens() -> Result<Vec<(&'static str, Vec<u8>)>, Box<dyn std::error::Error>> 
     Ok(vec![
         ("address-v4", server.mint_address_token(v4, now, hour)?),
         ("address-v6", server.mint_address_token(v6, now, hour)?),
-        ("bdp-v4", server.mint_bdp_token(v4, &geo, set)?),
-        ("bdp-v6", server.mint_bdp_token(v6, &geo, set)?),
-        ("bdp-extras", server.mint_bdp_token(v4, &with_extras, set)?),
+        ("bdp-v4", server.mint_bdp_token(v4, &geo, &set)?),
+        ("bdp-v6", server.mint_bdp_token(v6, &geo, &set_v6)?),
+        ("bdp-extras", server.mint_bdp_token(v4, &with_extras, &set)?),
         ("bdp-lowered", lowered),
         (
             "bdp-other-key-id",
-            other_key.mint_bdp_token(v4, &geo, other_set)?,
+            other_key.mint_bdp_token(v4, &geo, &other_set)?,
         ),
-        ("bdp-expired", server.mint_bdp_token(v4, &geo, expired)?),
+        ("bdp-expired", server.mint_bdp_token(v4, &geo, &expired)?),
         ("extensions-grease", grease.finish()?),
         ("empty", ExTokenBuilder::new(&[])?.finish()?),
     ])

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cr_guard_redis::testing::RedisServer;
 use cr_guard_redis::{RedisGuard, RedisGuardConfig};
-use ex_token::{Claim, ClaimOutcome, SetId, TokenGuard};
+use ex_token::{
+    AddressPrefixes, Claim, ClaimOutcome, RemoteEndpoint, SavedSet, SetId, SiteId, TokenGuard,
+};
 
 fn main() {
     let scale: f64 = std::env::var("CR_BENCH_SCALE")
@@ -31,9 +33,17 @@ fn main() {
         RedisGuard::connect(&redis.url(), RedisGuardConfig::default()).expect("connect the guard");
     let expiry = SystemTime::now() + Duration::from_secs(3600);
     let mut next_id = 0u64;
+    // Each claim is of a set of a client network of its own (a /24 of
+    // 10.0.0.0/8, then of 11.0.0.0/8, ...), as a crowd of clients makes.
     let mut fresh = || {
         next_id += 1;
-        SetId(next_id)
+        let ip = std::net::IpAddr::from(((10 << 24) + (next_id << 8) as u32).to_be_bytes());
+        SavedSet {
+            id: SetId(next_id),
+            endpoint: RemoteEndpoint::new(SiteId(0), ip, AddressPrefixes::SAME_NETWORK),
+            measured_at: expiry - Duration::from_secs(3600),
+            expiry,
+        }
     };
     println!(
         "cr-guard-redis: claims through one redis-server on loopback (claim timeout {:?})",
@@ -41,7 +51,7 @@ fn main() {
     );
 
     // Warm up the connection and Redis's allocator.
-    closed_loop(&guard, &mut fresh, expiry, 64, count(20_000.0));
+    closed_loop(&guard, &mut fresh, 64, count(20_000.0));
 
     for (window, claims) in [
         (1, 20_000.0),
@@ -49,11 +59,11 @@ fn main() {
         (64, 200_000.0),
         (256, 200_000.0),
     ] {
-        let report = closed_loop(&guard, &mut fresh, expiry, window, count(claims));
+        let report = closed_loop(&guard, &mut fresh, window, count(claims));
         println!("closed loop, {window:>3} in flight: {report}");
     }
     for (rate, seconds) in [(20_000.0, 2.0), (50_000.0, 2.0)] {
-        let report = open_loop(&guard, &mut fresh, expiry, rate, count(rate * seconds));
+        let report = open_loop(&guard, &mut fresh, rate, count(rate * seconds));
         println!("open loop, {rate:>6} claims/s:   {report}");
     }
 }
@@ -91,8 +101,7 @@ impl std::fmt::Display for Report {
 
 fn closed_loop(
     guard: &RedisGuard,
-    fresh: &mut impl FnMut() -> SetId,
-    expiry: SystemTime,
+    fresh: &mut impl FnMut() -> SavedSet,
     window: usize,
     claims: usize,
 ) -> Report {
@@ -104,7 +113,7 @@ fn closed_loop(
     while latencies.len() < claims {
         while started < claims && in_flight.len() < window {
             let at = Instant::now();
-            in_flight.push_back((guard.start_claim(fresh(), expiry, SystemTime::now()), at));
+            in_flight.push_back((guard.start_claim(&fresh(), SystemTime::now()), at));
             started += 1;
         }
         // The worker answers in the order claims were queued.
@@ -126,8 +135,7 @@ const TICK: Duration = Duration::from_millis(1);
 
 fn open_loop(
     guard: &RedisGuard,
-    fresh: &mut impl FnMut() -> SetId,
-    expiry: SystemTime,
+    fresh: &mut impl FnMut() -> SavedSet,
     rate: f64,
     claims: usize,
 ) -> Report {
@@ -154,7 +162,7 @@ fn open_loop(
             thread::sleep(due - now - TICK);
         }
         let at = Instant::now();
-        let claim = guard.start_claim(fresh(), expiry, SystemTime::now());
+        let claim = guard.start_claim(&fresh(), SystemTime::now());
         if to_timer.send((claim, at)).is_err() {
             break;
         }

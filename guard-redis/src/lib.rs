@@ -7,24 +7,30 @@
 //! claim, and reconnection. What a set id is, and when a token may be
 //! claimed at all, belongs to `ex-token`.
 //!
-//! # How a claim is recorded
+//! # How the rules are kept
+//!
+//! The guard keeps one Redis hash per Remote Endpoint (the key prefix, then
+//! `site/network/prefix length`, e.g. `cr:ep:0/192.0.2.0/24`) with the
+//! current set's id, measurement time and state (`free`, `claimed`,
+//! `revoked`), expiring with the set (`PEXPIREAT`). Every operation is one
+//! call of one Lua script ([`SCRIPT`], loaded when the worker connects and
+//! run by `EVALSHA`), which applies [`ex_token::decide`]'s rules atomically:
+//! a claim is one compare-and-claim round trip, whichever server of the
+//! fleet makes it and however many claim at once.
 //!
 //! [`RedisGuard::start_claim`](TokenGuard::start_claim) never blocks: it
 //! queues the claim (or, when the queue is full, answers
-//! [`ClaimOutcome::Unavailable`] at once) and returns a [`Claim`]. The worker
-//! drains everything queued and sends it as one pipeline of
-//!
-//! ```text
-//! SET <key prefix><id as 16 lower-case hex digits> 1 NX PXAT <set expiry, unix ms>
-//! ```
-//!
-//! `OK` answers [`ClaimOutcome::Granted`], a nil reply (the key exists)
-//! [`ClaimOutcome::Taken`], and anything else (an error reply, another
+//! [`ClaimOutcome::Unavailable`] at once) and returns a [`Claim`]; records,
+//! releases and revocations are queued the same way and answer nothing.
+//! The worker drains everything queued and sends it as one pipeline, in the
+//! order it was queued. The script's reply `granted`, `taken`, `superseded`
+//! or `revoked` answers a claim; anything else (an error reply, another
 //! type, bytes that are not Redis protocol, no reply before the claim's
-//! deadline, a broken connection) [`ClaimOutcome::Unavailable`]. The key is
-//! derived only from the set id, which the server read from a token it
-//! authenticated, never from bytes off the network, and it lives until the
-//! set expires, when every token carrying it has expired too.
+//! deadline, a broken connection) answers [`ClaimOutcome::Unavailable`]. A
+//! revocation that could not be delivered is tried again with the next
+//! batch until its set expires: a retreated set must not come back. The key
+//! is derived only from the Remote Endpoint and the set, which the server
+//! read from a token it authenticated, never from bytes off the network.
 //!
 //! Each claim has a deadline, [`RedisGuardConfig::claim_timeout`] after it
 //! was started; the socket's connect, read and write timeouts never exceed
@@ -38,9 +44,9 @@
 //!
 //! # Consistency
 //!
-//! - **One Redis primary.** `SET NX` is atomic, so while the primary holds
-//!   the key exactly one claim of a set is granted, whichever server of the
-//!   fleet made it and however many claim at once.
+//! - **One Redis primary.** A script runs atomically, so while the primary
+//!   holds the record exactly one claim of a set is granted, whichever
+//!   server of the fleet made it and however many claim at once.
 //! - **Failover to an asynchronously replicated replica** (Sentinel,
 //!   managed Redis) can let a replay through: a claim the old primary
 //!   acknowledged but had not yet replicated is unknown to the new primary,
@@ -55,8 +61,8 @@
 //!   of claims on a machine crash) is what makes the claims outlive the
 //!   process. Without persistence a restart forgets every claim, and each
 //!   live set can be used once more.
-//! - **Clocks.** `PXAT` is absolute: Redis forgets a claim at the set's
-//!   expiry by its own clock. Servers and Redis need clocks that agree (NTP)
+//! - **Clocks.** `PEXPIREAT` is absolute: Redis forgets a record at the
+//!   set's expiry by its own clock. Servers and Redis need clocks that agree (NTP)
 //!   to well within a set's lifetime; a claim whose expiry is already past by
 //!   Redis's clock is granted and not remembered.
 //! - **Unavailable is a refusal.** A connection whose claim is not granted,
@@ -77,7 +83,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ex_token::{Claim, ClaimAnswer, ClaimOutcome, SetId, TokenGuard};
+use ex_token::{Claim, ClaimAnswer, ClaimOutcome, RemoteEndpoint, SavedSet, SetEvent, TokenGuard};
 use redis::{ConnectionAddr, IntoConnectionInfo, Parser, Value};
 
 #[cfg(feature = "testing")]
@@ -93,8 +99,8 @@ pub struct RedisGuardConfig {
     /// the round-trip time at which the server would jump (a claim is needed
     /// only then). Default 50 ms.
     pub claim_timeout: Duration,
-    /// Prepended to the 16 hex digits of a set id to make its key. Default
-    /// `"cr:set:"`.
+    /// Prepended to a Remote Endpoint to make the key of its record
+    /// ([`record_key`]). Default `"cr:ep:"`.
     pub key_prefix: String,
     /// How many claims may wait for the worker; a claim started while the
     /// queue is full is answered [`ClaimOutcome::Unavailable`] at once. Also
@@ -110,7 +116,7 @@ impl Default for RedisGuardConfig {
     fn default() -> Self {
         Self {
             claim_timeout: Duration::from_millis(50),
-            key_prefix: "cr:set:".to_owned(),
+            key_prefix: "cr:ep:".to_owned(),
             queue_bound: 4096,
             reconnect_backoff: Duration::from_millis(100),
         }
@@ -150,13 +156,83 @@ impl std::error::Error for Error {
     }
 }
 
-/// A claim on its way to the worker.
+/// The script every operation runs: [`ex_token::decide`]'s rules on the
+/// record `KEYS[1]`, for `ARGV` = operation (`claim`, `mint`, `release`,
+/// `revoke`), set id (16 hex digits), measured at and expiry (unix ms).
+pub const SCRIPT: &str = r#"
+local op, id, at, expiry = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local record = redis.call('HMGET', KEYS[1], 'id', 'at', 'state')
+local rid, rat, state = record[1], tonumber(record[2]), record[3]
+local current = rid == id
+local newer = (not rid) or at > rat
+local function write(s)
+  redis.call('HSET', KEYS[1], 'id', id, 'at', ARGV[3], 'state', s)
+  redis.call('PEXPIREAT', KEYS[1], expiry)
+end
+if op == 'claim' then
+  if current then
+    if state == 'free' then
+      redis.call('HSET', KEYS[1], 'state', 'claimed')
+      return 'granted'
+    end
+    if state == 'revoked' then return 'revoked' end
+    return 'taken'
+  end
+  if newer then
+    write('claimed')
+    return 'granted'
+  end
+  return 'superseded'
+elseif op == 'mint' then
+  if not rid or (not current and at >= rat) then write('free') end
+elseif op == 'release' then
+  if current and state == 'claimed' then redis.call('HSET', KEYS[1], 'state', 'free') end
+elseif op == 'revoke' then
+  if current then
+    redis.call('HSET', KEYS[1], 'state', 'revoked')
+  elseif newer then
+    write('revoked')
+  end
+end
+return 'ok'
+"#;
+
+/// An operation on its way to the worker.
 struct Request {
-    id: SetId,
+    set: SavedSet,
     /// The set's expiry, unix milliseconds (> 0).
     expiry_ms: u64,
-    deadline: Instant,
-    answer: ClaimAnswer,
+    op: Op,
+}
+
+enum Op {
+    /// A claim, answered by `deadline`.
+    Claim {
+        deadline: Instant,
+        answer: ClaimAnswer,
+    },
+    /// A record, release or revocation: nothing to answer.
+    Write(SetEvent),
+}
+
+impl Request {
+    fn deadline(&self) -> Option<Instant> {
+        match &self.op {
+            Op::Claim { deadline, .. } => Some(*deadline),
+            Op::Write(_) => None,
+        }
+    }
+
+    fn is_revocation(&self) -> bool {
+        matches!(self.op, Op::Write(SetEvent::Revoked))
+    }
+
+    /// Answers a claim; a write has no one to tell.
+    fn answer(self, outcome: ClaimOutcome) {
+        if let Op::Claim { answer, .. } = self.op {
+            answer.answer(outcome);
+        }
+    }
 }
 
 /// A [`TokenGuard`] recording claims in Redis, shared by every server of a
@@ -210,6 +286,7 @@ impl RedisGuard {
             retry_at: None,
             stopping: stopping.clone(),
             keys: String::new(),
+            revocations: Vec::new(),
             failing: false,
         };
         let worker = std::thread::Builder::new()
@@ -230,32 +307,60 @@ impl RedisGuard {
     }
 }
 
+impl RedisGuard {
+    /// Queues `op` on `set` without blocking; a request that cannot be
+    /// queued is handed back.
+    fn queue(&self, set: &SavedSet, now: SystemTime, op: Op) -> Result<(), Op> {
+        let Some(expiry_ms) = unix_ms(set.expiry).filter(|_| set.expiry > now) else {
+            return Err(op);
+        };
+        let Some(queue) = &self.queue else {
+            return Err(op);
+        };
+        let request = Request {
+            set: *set,
+            expiry_ms,
+            op,
+        };
+        queue.try_send(request).map_err(|e| match e {
+            TrySendError::Full(r) | TrySendError::Disconnected(r) => r.op,
+        })
+    }
+
+    fn write(&self, set: &SavedSet, now: SystemTime, event: SetEvent) {
+        if self.queue(set, now, Op::Write(event)).is_err() {
+            log::debug!("Redis guard: queue full, {event:?} of a saved set dropped");
+        }
+    }
+}
+
 impl TokenGuard for RedisGuard {
     /// Queues the claim for the worker without blocking. Answered
     /// [`ClaimOutcome::Unavailable`] at once when the set has expired
     /// already (`expiry <= now`), when the queue is full, and while the
     /// worker waits to reconnect.
-    fn start_claim(&self, id: SetId, expiry: SystemTime, now: SystemTime) -> Claim {
-        let Some(expiry_ms) = unix_ms(expiry).filter(|_| expiry > now) else {
-            return Claim::answered(ClaimOutcome::Unavailable);
-        };
-        let Some(queue) = &self.queue else {
-            return Claim::answered(ClaimOutcome::Unavailable);
-        };
+    fn start_claim(&self, set: &SavedSet, now: SystemTime) -> Claim {
         let (claim, answer) = Claim::pending();
-        let request = Request {
-            id,
-            expiry_ms,
+        let op = Op::Claim {
             deadline: Instant::now() + self.claim_timeout,
             answer,
         };
-        match queue.try_send(request) {
-            Ok(()) => {}
-            Err(TrySendError::Full(r) | TrySendError::Disconnected(r)) => {
-                r.answer.answer(ClaimOutcome::Unavailable)
-            }
+        if let Err(Op::Claim { answer, .. }) = self.queue(set, now, op) {
+            answer.answer(ClaimOutcome::Unavailable);
         }
         claim
+    }
+
+    fn record(&self, set: &SavedSet, now: SystemTime) {
+        self.write(set, now, SetEvent::Minted);
+    }
+
+    fn release(&self, set: &SavedSet, now: SystemTime) {
+        self.write(set, now, SetEvent::Released);
+    }
+
+    fn revoke(&self, set: &SavedSet, now: SystemTime) {
+        self.write(set, now, SetEvent::Revoked);
     }
 }
 
@@ -280,9 +385,21 @@ fn unix_ms(t: SystemTime) -> Option<u64> {
     u64::try_from(ms).ok().filter(|&ms| ms > 0)
 }
 
-/// The Redis key of set `id`: the prefix and the id's 16 hex digits.
-pub fn claim_key(prefix: &str, id: SetId) -> String {
-    format!("{prefix}{:016x}", id.0)
+/// The Redis key of `endpoint`'s record: the prefix, then
+/// `site/network/prefix length`.
+pub fn record_key(prefix: &str, endpoint: &RemoteEndpoint) -> String {
+    format!("{prefix}{endpoint}")
+}
+
+/// The script's name for an operation.
+fn op_name(op: &Op) -> &'static str {
+    match op {
+        Op::Claim { .. } => "claim",
+        Op::Write(SetEvent::Minted) => "mint",
+        Op::Write(SetEvent::Released) => "release",
+        Op::Write(SetEvent::Revoked) => "revoke",
+        Op::Write(SetEvent::Claimed) => "claim",
+    }
 }
 
 /// The worker's half: owns the connection, batches and answers claims.
@@ -295,6 +412,8 @@ struct Worker {
     stopping: Arc<AtomicBool>,
     /// Scratch space for formatting keys.
     keys: String,
+    /// Revocations not delivered yet, tried again with the next batch.
+    revocations: Vec<Request>,
     /// Whether the last attempt failed: an outage is logged once when it
     /// starts and once when it ends, never per claim.
     failing: bool,
@@ -308,10 +427,27 @@ impl Worker {
         let mut batch = Vec::with_capacity(self.config.queue_bound.min(1024));
         loop {
             // A connection that died while idle shows on the next batch.
-            let Ok(first) = requests.recv() else {
-                return;
+            // Revocations waiting to be delivered wake the worker after the
+            // backoff.
+            let first = if self.revocations.is_empty() {
+                requests.recv().ok()
+            } else {
+                match requests.recv_timeout(self.config.reconnect_backoff) {
+                    Ok(r) => Some(r),
+                    Err(mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
             };
-            batch.push(first);
+            if first.is_none() && self.revocations.is_empty() {
+                return;
+            }
+            let now = SystemTime::now();
+            batch.extend(
+                self.revocations
+                    .drain(..)
+                    .filter(|r| unix_ms(now).is_some_and(|ms| ms < r.expiry_ms)),
+            );
+            batch.extend(first);
             while batch.len() < self.config.queue_bound {
                 match requests.try_recv() {
                     Ok(r) => batch.push(r),
@@ -326,25 +462,28 @@ impl Worker {
         }
     }
 
-    /// Answers every claim of `batch`, leaving it empty.
+    /// Answers every claim of `batch` and delivers its writes, leaving it
+    /// empty; revocations not delivered wait for the next batch.
     fn serve(&mut self, batch: &mut Vec<Request>) {
         let now = Instant::now();
-        // Claims out of time already, or arriving while we back off, are
-        // refused without a round trip.
-        batch.retain_mut(|r| r.deadline > now);
+        // Claims out of time already are refused without a round trip
+        // (dropping an answer answers Unavailable).
+        batch.retain(|r| r.deadline().is_none_or(|deadline| deadline > now));
         if batch.is_empty() {
             return;
         }
         if self.retry_at.is_some_and(|at| now < at) {
-            answer_all(batch, ClaimOutcome::Unavailable);
+            self.give_up(batch);
             return;
         }
-        let Some(earliest) = batch.iter().map(|r| r.deadline).min() else {
-            return;
-        };
+        let earliest = batch
+            .iter()
+            .filter_map(Request::deadline)
+            .min()
+            .unwrap_or(now + self.config.claim_timeout);
         let reused = self.connection.is_some();
         if !self.ensure_connection(earliest) {
-            answer_all(batch, ClaimOutcome::Unavailable);
+            self.give_up(batch);
             return;
         }
         let mut replies = Vec::with_capacity(batch.len());
@@ -352,7 +491,7 @@ impl Worker {
         if sent.is_err() && replies.is_empty() && reused && Instant::now() < earliest {
             // A connection that sat idle may have been closed meanwhile (a
             // Redis restart, its idle timeout, a proxy): try once more on a
-            // fresh one. Never a second grant: a SET that reached Redis
+            // fresh one. Never a second grant: a claim that reached Redis
             // the first time makes the second answer Taken.
             self.connection = None;
             if self.ensure_connection(earliest) {
@@ -363,33 +502,56 @@ impl Worker {
         // Replies read before a failure are good: answer them.
         let mut healthy = sent.is_ok();
         for (request, reply) in batch.drain(..replies.len()).zip(replies) {
-            let outcome = match reply {
-                Value::Okay => ClaimOutcome::Granted,
-                Value::SimpleString(s) if s == "OK" => ClaimOutcome::Granted,
-                Value::Nil => ClaimOutcome::Taken,
-                _ => {
-                    healthy = false;
-                    ClaimOutcome::Unavailable
-                }
+            let outcome = match &reply {
+                Value::BulkString(s) => match s.as_slice() {
+                    b"granted" => ClaimOutcome::Granted,
+                    b"taken" => ClaimOutcome::Taken,
+                    b"superseded" => ClaimOutcome::Superseded,
+                    b"revoked" => ClaimOutcome::Revoked,
+                    b"ok" if request.deadline().is_none() => ClaimOutcome::Pending,
+                    _ => ClaimOutcome::Unavailable,
+                },
+                _ => ClaimOutcome::Unavailable,
             };
-            let outcome = if answered < request.deadline {
+            if outcome == ClaimOutcome::Unavailable {
+                healthy = false;
+                if request.is_revocation() {
+                    self.revocations.push(request);
+                    continue;
+                }
+            }
+            let in_time = request
+                .deadline()
+                .is_none_or(|deadline| answered < deadline);
+            request.answer(if in_time {
                 outcome
             } else {
                 ClaimOutcome::Unavailable
-            };
-            request.answer.answer(outcome);
+            });
         }
         if !healthy {
             // Broken, out of time (the replies still to come would be
-            // taken for the next batch's), or answering SET NX with
-            // something else: not a connection to go on with.
+            // taken for the next batch's), or answering with something
+            // else: not a connection to go on with.
             self.fail();
         }
-        answer_all(batch, ClaimOutcome::Unavailable);
+        self.give_up(batch);
+    }
+
+    /// Answers the claims of `batch` Unavailable and keeps its revocations
+    /// for the next attempt (at most a queue's worth), leaving it empty.
+    fn give_up(&mut self, batch: &mut Vec<Request>) {
+        for request in batch.drain(..) {
+            if request.is_revocation() && self.revocations.len() < self.config.queue_bound {
+                self.revocations.push(request);
+            } else {
+                request.answer(ClaimOutcome::Unavailable);
+            }
+        }
     }
 
     /// Sends the batch as one pipeline and reads its replies into
-    /// `replies`, one per claim, each read by `deadline`; on failure
+    /// `replies`, one per request, each read by `deadline`; on failure
     /// `replies` holds those read before it.
     fn send(
         &mut self,
@@ -404,12 +566,14 @@ impl Worker {
         for r in batch {
             self.keys.clear();
             self.keys.push_str(&self.config.key_prefix);
-            push_hex(&mut self.keys, r.id.0);
-            pipe.cmd("SET")
-                .arg(self.keys.as_str())
+            push_endpoint(&mut self.keys, &r.set.endpoint);
+            pipe.cmd("EVALSHA")
+                .arg(connection.script.as_str())
                 .arg(1)
-                .arg("NX")
-                .arg("PXAT")
+                .arg(self.keys.as_str())
+                .arg(op_name(&r.op))
+                .arg(format!("{:016x}", r.set.id.0))
+                .arg(r.set.measured_at_ms())
                 .arg(r.expiry_ms);
         }
         connection.request(&pipe.get_packed_pipeline(), batch.len(), deadline, replies)
@@ -459,7 +623,7 @@ impl Worker {
 
 fn answer_all(batch: &mut Vec<Request>, outcome: ClaimOutcome) {
     for r in batch.drain(..) {
-        r.answer.answer(outcome);
+        r.answer(outcome);
     }
 }
 
@@ -471,10 +635,10 @@ fn time_left(deadline: Instant) -> Duration {
         .max(Duration::from_millis(1))
 }
 
-fn push_hex(out: &mut String, id: u64) {
+fn push_endpoint(out: &mut String, endpoint: &RemoteEndpoint) {
     use std::fmt::Write;
     // Writing to a String cannot fail.
-    let _ = write!(out, "{id:016x}");
+    let _ = write!(out, "{endpoint}");
 }
 
 /// Where the worker connects, from the URL.
@@ -530,6 +694,9 @@ struct Connection {
     stream: TcpStream,
     /// Keeps bytes read past one reply for the next.
     parser: Parser,
+    /// The SHA-1 Redis gave [`SCRIPT`] when it was loaded on this
+    /// connection.
+    script: String,
 }
 
 impl Connection {
@@ -550,6 +717,7 @@ impl Connection {
             let mut connection = Connection {
                 stream,
                 parser: Parser::new(),
+                script: String::new(),
             };
             connection.setup(target, deadline)?;
             return Ok(connection);
@@ -557,6 +725,7 @@ impl Connection {
         Err(last)
     }
 
+    /// Authenticates, selects the database and loads [`SCRIPT`].
     fn setup(&mut self, target: &Target, deadline: Instant) -> Result<(), Broken> {
         let mut pipe = redis::pipe();
         if let Some((user, password)) = &target.auth {
@@ -569,9 +738,7 @@ impl Connection {
         if target.db != 0 {
             pipe.cmd("SELECT").arg(target.db);
         }
-        if pipe.is_empty() {
-            return Ok(());
-        }
+        pipe.cmd("SCRIPT").arg("LOAD").arg(SCRIPT);
         let mut replies = Vec::with_capacity(pipe.len());
         self.request(
             &pipe.get_packed_pipeline(),
@@ -579,11 +746,14 @@ impl Connection {
             deadline,
             &mut replies,
         )?;
-        if replies.iter().all(|r| matches!(r, Value::Okay)) {
-            Ok(())
-        } else {
-            Err(Broken)
+        let Some((Value::BulkString(sha), setup)) = replies.split_last() else {
+            return Err(Broken);
+        };
+        if !setup.iter().all(|r| matches!(r, Value::Okay)) {
+            return Err(Broken);
         }
+        self.script = String::from_utf8(sha.clone()).map_err(|_| Broken)?;
+        Ok(())
     }
 
     /// Writes `packed` (`count` commands) and reads `count` replies into
@@ -617,13 +787,27 @@ impl Connection {
 mod tests {
     use super::*;
 
+    fn set(expiry: SystemTime) -> SavedSet {
+        let ip = "192.0.2.9".parse().unwrap();
+        SavedSet {
+            id: ex_token::SetId(1),
+            endpoint: RemoteEndpoint::new(
+                ex_token::SiteId(3),
+                ip,
+                ex_token::AddressPrefixes::SAME_NETWORK,
+            ),
+            measured_at: expiry - Duration::from_secs(3600),
+            expiry,
+        }
+    }
+
     #[test]
-    fn keys_are_the_prefix_and_sixteen_hex_digits() {
-        assert_eq!(claim_key("cr:set:", SetId(0xab)), "cr:set:00000000000000ab");
-        assert_eq!(claim_key("", SetId(u64::MAX)), "ffffffffffffffff");
+    fn keys_are_the_prefix_and_the_remote_endpoint() {
+        let endpoint = set(UNIX_EPOCH + Duration::from_secs(7200)).endpoint;
+        assert_eq!(record_key("cr:ep:", &endpoint), "cr:ep:3/192.0.2.0/24");
         let mut s = String::from("p:");
-        push_hex(&mut s, 0x0123_4567_89ab_cdef);
-        assert_eq!(s, "p:0123456789abcdef");
+        push_endpoint(&mut s, &endpoint);
+        assert_eq!(s, "p:3/192.0.2.0/24");
     }
 
     #[test]
@@ -670,7 +854,7 @@ mod tests {
     fn an_expired_set_is_refused_at_once() {
         let guard = RedisGuard::connect("redis://127.0.0.1:1/", Default::default()).unwrap();
         let now = UNIX_EPOCH + Duration::from_secs(1_000);
-        let claim = guard.start_claim(SetId(1), now, now);
+        let claim = guard.start_claim(&set(now), now);
         assert_eq!(claim.outcome(), ClaimOutcome::Unavailable);
     }
 }

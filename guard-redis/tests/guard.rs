@@ -11,10 +11,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cr_guard_redis::testing::redis::{self, Commands};
 use cr_guard_redis::testing::{RedisServer, RedisServerOptions};
-use cr_guard_redis::{claim_key, RedisGuard, RedisGuardConfig};
-use ex_token::{ClaimOutcome, SetId, TokenGuard};
+use cr_guard_redis::{record_key, RedisGuard, RedisGuardConfig};
+use ex_token::{
+    AddressPrefixes, ClaimOutcome, RemoteEndpoint, SavedSet, SetId, SiteId, TokenGuard,
+};
 
-use ClaimOutcome::{Granted, Taken, Unavailable};
+use ClaimOutcome::{Granted, Revoked, Superseded, Taken, Unavailable};
 
 /// The claim timeout of the tests of faults, where claims are meant to
 /// time out.
@@ -41,7 +43,7 @@ fn config() -> RedisGuardConfig {
 
 /// A guard whose claims time out after [`PATIENT`].
 fn patient(url: &str) -> RedisGuard {
-    guard_with_prefix(url, "cr:set:")
+    guard_with_prefix(url, "cr:ep:")
 }
 
 fn guard_with_prefix(url: &str, prefix: &str) -> RedisGuard {
@@ -62,8 +64,26 @@ fn expiry() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(now.as_secs() + 3600)
 }
 
+/// Set `id` of a client network of its own (10.x.y.0/24, x and y folded
+/// from the id), measured an hour before `expiry`.
+fn set(id: u64, expiry: SystemTime) -> SavedSet {
+    let net = (id ^ id >> 16 ^ id >> 32 ^ id >> 48) & 0xffff;
+    set_at(id, net, expiry - Duration::from_secs(3600), expiry)
+}
+
+/// Set `id` of network `net`, measured at `measured_at`.
+fn set_at(id: u64, net: u64, measured_at: SystemTime, expiry: SystemTime) -> SavedSet {
+    let ip = std::net::IpAddr::from([10, (net >> 8) as u8, net as u8, 1]);
+    SavedSet {
+        id: SetId(id),
+        endpoint: RemoteEndpoint::new(SiteId(0), ip, AddressPrefixes::SAME_NETWORK),
+        measured_at,
+        expiry,
+    }
+}
+
 fn claim(guard: &RedisGuard, id: u64) -> ClaimOutcome {
-    guard.claim(SetId(id), expiry(), SystemTime::now())
+    guard.claim(&set(id, expiry()), SystemTime::now())
 }
 
 /// Claims `id` and asserts the answer came within the claim timeout and
@@ -111,10 +131,18 @@ fn the_first_claim_is_granted_and_every_later_one_taken_across_guards() {
 }
 
 #[test]
-fn different_ids_are_independent() {
+fn sets_of_different_networks_are_independent() {
     let redis = RedisServer::start();
     let guard = patient(&redis.url());
-    let ids = [0, 1, 2, u64::MAX, 0x8000_0000_0000_0000, 0xdead_beef];
+    // Six networks: 10.0.0.0, 10.0.1.0, 10.0.2.0, 10.255.255.0, 10.128.0.0, 10.96.66.0.
+    let ids = [
+        0,
+        1,
+        2,
+        u64::MAX - 0xffff,
+        0x8000_0000_0000_0000,
+        0xdead_beef,
+    ];
     for id in ids {
         assert_eq!(claim(&guard, id), Granted, "id {id:#x}");
     }
@@ -138,7 +166,7 @@ fn parallel_claims_of_one_set_from_two_guards_grant_exactly_one() {
                     // All claims started before any answer is awaited, so
                     // they travel in the same pipelines as the others'.
                     let claims: Vec<_> = (0..SETS)
-                        .map(|id| g.start_claim(SetId(id), expiry(), SystemTime::now()))
+                        .map(|id| g.start_claim(&set(id, expiry()), SystemTime::now()))
                         .collect();
                     let mut granted = Vec::new();
                     for (id, c) in (0..SETS).zip(claims) {
@@ -162,19 +190,24 @@ fn parallel_claims_of_one_set_from_two_guards_grant_exactly_one() {
 }
 
 #[test]
-fn the_claim_key_is_the_prefix_and_hex_id_and_lives_until_the_set_expires() {
+fn the_record_key_is_the_prefix_and_remote_endpoint_and_lives_until_the_set_expires() {
     let redis = RedisServer::start();
     let guard = guard_with_prefix(&redis.url(), "fleet-a:");
     let expiry = UNIX_EPOCH + Duration::from_millis(32_503_680_000_123); // 3000-01-01
     let id = 0x0123_4567_89ab_cdef;
-    assert_eq!(guard.claim(SetId(id), expiry, SystemTime::now()), Granted);
+    assert_eq!(guard.claim(&set(id, expiry), SystemTime::now()), Granted);
 
     let mut raw = redis.connection();
     let keys: Vec<String> = raw.keys("*").unwrap();
-    assert_eq!(keys, ["fleet-a:0123456789abcdef"]);
-    assert_eq!(claim_key("fleet-a:", SetId(id)), keys[0]);
-    let value: String = raw.get(&keys[0]).unwrap();
-    assert_eq!(value, "1");
+    assert_eq!(keys, ["fleet-a:0/10.0.0.0/24"]);
+    assert_eq!(record_key("fleet-a:", &set(id, expiry).endpoint), keys[0]);
+    let record: Vec<String> = redis::cmd("HMGET")
+        .arg(&keys[0])
+        .arg("id")
+        .arg("state")
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(record, ["0123456789abcdef", "claimed"]);
     let expire_ms: i64 = redis::cmd("PEXPIRETIME")
         .arg(&keys[0])
         .query(&mut raw)
@@ -183,7 +216,88 @@ fn the_claim_key_is_the_prefix_and_hex_id_and_lives_until_the_set_expires() {
 
     // A guard with another prefix is another registry.
     let other = guard_with_prefix(&redis.url(), "fleet-b:");
-    assert_eq!(other.claim(SetId(id), expiry, SystemTime::now()), Granted);
+    assert_eq!(other.claim(&set(id, expiry), SystemTime::now()), Granted);
+}
+
+/// The state Redis holds for `set`'s Remote Endpoint, once it is
+/// `expected` (writes are queued and land a little later); panics after
+/// five seconds.
+fn await_record(redis: &RedisServer, set: &SavedSet, expected: [&str; 2]) {
+    let mut raw = redis.connection();
+    let started = Instant::now();
+    loop {
+        let record: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(record_key("cr:ep:", &set.endpoint))
+            .arg("id")
+            .arg("state")
+            .query(&mut raw)
+            .unwrap();
+        let want = expected.map(|s| Some(s.to_owned()));
+        if record == want {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "record {record:?}, expected {expected:?}"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn the_newest_set_of_a_network_supersedes_the_older_across_servers() {
+    let redis = RedisServer::start();
+    let (a, b) = (patient(&redis.url()), patient(&redis.url()));
+    let t0 = expiry() - Duration::from_secs(3000);
+    let older = set_at(1, 42, t0, expiry());
+    let newer = set_at(2, 42, t0 + Duration::from_secs(1), expiry());
+    // Two connections of one client network, each without a token, mint
+    // a set each on two servers of the fleet.
+    a.record(&older, SystemTime::now());
+    await_record(&redis, &older, ["0000000000000001", "free"]);
+    b.record(&newer, SystemTime::now());
+    await_record(&redis, &newer, ["0000000000000002", "free"]);
+    // The client presents both at once: one connection resumes.
+    assert_eq!(b.claim(&older, SystemTime::now()), Superseded);
+    assert_eq!(a.claim(&newer, SystemTime::now()), Granted);
+    assert_eq!(b.claim(&newer, SystemTime::now()), Taken);
+    // A late record of the older set changes nothing.
+    a.record(&older, SystemTime::now());
+    assert_eq!(a.claim(&older, SystemTime::now()), Superseded);
+}
+
+#[test]
+fn a_revoked_set_is_refused_by_every_server_and_a_released_one_granted_again() {
+    let redis = RedisServer::start();
+    let (a, b) = (patient(&redis.url()), patient(&redis.url()));
+    let kept = set(5, expiry());
+    assert_eq!(a.claim(&kept, SystemTime::now()), Granted);
+    a.release(&kept, SystemTime::now());
+    await_record(&redis, &kept, ["0000000000000005", "free"]);
+    assert_eq!(b.claim(&kept, SystemTime::now()), Granted);
+
+    let retreated = set(6, expiry());
+    assert_eq!(a.claim(&retreated, SystemTime::now()), Granted);
+    a.revoke(&retreated, SystemTime::now());
+    await_record(&redis, &retreated, ["0000000000000006", "revoked"]);
+    // A release arriving after the revocation does not revive it.
+    a.release(&retreated, SystemTime::now());
+    assert_eq!(b.claim(&retreated, SystemTime::now()), Revoked);
+    assert_eq!(a.claim(&retreated, SystemTime::now()), Revoked);
+}
+
+#[test]
+fn a_revocation_made_while_redis_is_down_lands_when_it_is_back() {
+    let mut redis = RedisServer::start();
+    let guard = guard(&redis.url());
+    let retreated = set(8, expiry());
+    redis.stop();
+    guard.revoke(&retreated, SystemTime::now());
+    // The guard keeps trying every backoff (20 ms here).
+    thread::sleep(Duration::from_millis(100));
+    redis.restart();
+    await_record(&redis, &retreated, ["0000000000000008", "revoked"]);
+    assert_eq!(claim(&patient(&redis.url()), 8), Revoked);
 }
 
 #[test]
@@ -245,17 +359,17 @@ fn a_claim_is_forgotten_when_its_set_expires() {
     let redis = RedisServer::start();
     let guard = patient(&redis.url());
     let soon = SystemTime::now() + Duration::from_millis(300);
-    assert_eq!(guard.claim(SetId(9), soon, SystemTime::now()), Granted);
-    assert_eq!(guard.claim(SetId(9), soon, SystemTime::now()), Taken);
+    assert_eq!(guard.claim(&set(9, soon), SystemTime::now()), Granted);
+    assert_eq!(guard.claim(&set(9, soon), SystemTime::now()), Taken);
     // Once expired, the server refuses the token before it claims; the
     // guard refuses an expired set too, without asking Redis.
     let later = soon + Duration::from_millis(1);
-    assert_eq!(guard.claim(SetId(9), soon, later), Unavailable);
+    assert_eq!(guard.claim(&set(9, soon), later), Unavailable);
     // Redis drops the key at the expiry (bounded polling).
     let mut raw = redis.connection();
     let started = Instant::now();
     while raw
-        .exists::<_, bool>(claim_key("cr:set:", SetId(9)))
+        .exists::<_, bool>(record_key("cr:ep:", &set(9, soon).endpoint))
         .unwrap()
     {
         assert!(
@@ -386,7 +500,7 @@ fn a_full_queue_answers_unavailable_at_once() {
     )
     .unwrap();
     let claims: Vec<_> = (0..50)
-        .map(|id| guard.start_claim(SetId(id), expiry(), SystemTime::now()))
+        .map(|id| guard.start_claim(&set(id, expiry()), SystemTime::now()))
         .collect();
     // The worker holds at most one batch (the queue bound) and the queue
     // another: the rest were refused before start_claim returned.
@@ -408,7 +522,7 @@ fn a_whole_pipeline_out_of_time_is_refused_within_one_timeout() {
     let guard = guard(&fake.url());
     let started = Instant::now();
     let claims: Vec<_> = (0..500)
-        .map(|id| guard.start_claim(SetId(id), expiry(), SystemTime::now()))
+        .map(|id| guard.start_claim(&set(id, expiry()), SystemTime::now()))
         .collect();
     for c in &claims {
         assert_eq!(c.wait_timeout(TIMEOUT + SLACK), Unavailable);
@@ -425,7 +539,7 @@ fn dropping_the_guard_answers_its_waiting_claims_and_joins_promptly() {
     let fake = FakeRedis::start(Reply::Silence);
     let guard = guard(&fake.url());
     let claims: Vec<_> = (0..10)
-        .map(|id| guard.start_claim(SetId(id), expiry(), SystemTime::now()))
+        .map(|id| guard.start_claim(&set(id, expiry()), SystemTime::now()))
         .collect();
     let started = Instant::now();
     drop(guard);
@@ -439,17 +553,18 @@ fn dropping_the_guard_answers_its_waiting_claims_and_joins_promptly() {
     }
 }
 
-/// Replies a fake server gives to each SET it reads.
+/// Replies a fake server gives to each script call (EVALSHA) it reads,
+/// after answering the script's load with a SHA-1.
 #[derive(Clone, Copy, Debug)]
 enum Reply {
-    /// Bytes sent once per SET.
+    /// Bytes sent once per EVALSHA.
     Each(&'static [u8]),
     /// Never answers.
     Silence,
 }
 
-/// A TCP server on loopback answering every SET it reads with a fixed
-/// reply: for what no real Redis would say.
+/// A TCP server on loopback answering every script call it reads with a
+/// fixed reply: for what no real Redis would say.
 struct FakeRedis {
     port: u16,
     stop: Arc<AtomicBool>,
@@ -478,10 +593,14 @@ impl FakeRedis {
                         let mut buf = [0u8; 4096];
                         if let Ok(n @ 1..) = stream.read(&mut buf) {
                             seen.extend_from_slice(&buf[..n]);
-                            let sets = count(seen, b"\r\nSET\r\n");
+                            let loads = count(seen, b"\r\nSCRIPT\r\n");
+                            let calls = count(seen, b"\r\nEVALSHA\r\n");
                             seen.clear();
+                            for _ in 0..loads {
+                                let _ = stream.write_all(SHA_REPLY);
+                            }
                             if let Reply::Each(bytes) = reply {
-                                for _ in 0..sets {
+                                for _ in 0..calls {
                                     let _ = stream.write_all(bytes);
                                 }
                             }
@@ -512,6 +631,9 @@ impl Drop for FakeRedis {
     }
 }
 
+/// What Redis answers to SCRIPT LOAD: the script's SHA-1.
+const SHA_REPLY: &[u8] = b"$40\r\n0123456789abcdef0123456789abcdef01234567\r\n";
+
 fn count(haystack: &[u8], needle: &[u8]) -> usize {
     haystack
         .windows(needle.len())
@@ -521,16 +643,20 @@ fn count(haystack: &[u8], needle: &[u8]) -> usize {
 
 #[test]
 fn a_fake_server_answering_as_redis_would_is_understood() {
-    // The fakes' control: OK and nil replies mean what they mean.
-    let ok = FakeRedis::start(Reply::Each(b"+OK\r\n"));
-    assert_eq!(timed_claim(&patient(&ok.url()), 1), Granted);
-    let nil = FakeRedis::start(Reply::Each(b"$-1\r\n"));
-    assert_eq!(timed_claim(&patient(&nil.url()), 1), Taken);
+    // The fakes' control: the script's replies mean what they mean.
+    let granted = FakeRedis::start(Reply::Each(b"$7\r\ngranted\r\n"));
+    assert_eq!(timed_claim(&patient(&granted.url()), 1), Granted);
+    let taken = FakeRedis::start(Reply::Each(b"$5\r\ntaken\r\n"));
+    assert_eq!(timed_claim(&patient(&taken.url()), 1), Taken);
+    let superseded = FakeRedis::start(Reply::Each(b"$10\r\nsuperseded\r\n"));
+    assert_eq!(timed_claim(&patient(&superseded.url()), 1), Superseded);
 }
 
 #[test]
 fn wrong_types_errors_garbage_and_silence_are_unavailable() {
-    let replies: [&'static [u8]; 8] = [
+    let replies: [&'static [u8]; 10] = [
+        b"+OK\r\n",
+        b"$2\r\nok\r\n",
         b":1\r\n",
         b"-ERR nope\r\n",
         b"-READONLY You can't write against a read only replica.\r\n",

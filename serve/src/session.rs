@@ -85,6 +85,23 @@ impl ServerSession {
         let _ = self.accepted.conn.recv(datagram, info);
     }
 
+    /// Whether the guard's answer to the claim of the presented saved set is
+    /// awaited (the jump waits for it): the loop should come back within a
+    /// millisecond or so to hand it over ([`ResumeServer::poll_claim`]).
+    pub fn claim_pending(&self) -> bool {
+        self.accepted.session.claim_pending()
+    }
+
+    /// The connection is being dropped: Careful Resume's last word on it
+    /// ([`ResumeServer::on_closed`]: an unused saved set is released).
+    pub fn on_closed<R: Rng, G: TokenGuard>(
+        &mut self,
+        resume: &ResumeServer<R, G>,
+        wall: SystemTime,
+    ) {
+        resume.on_closed(&mut self.accepted.conn, &mut self.accepted.session, wall);
+    }
+
     /// Brings the connection forward after a receive or a timeout: Careful
     /// Resume's housekeeping (tokens for the next connection, the claim's
     /// answer), then the application, then `flush`, which sends what quiche

@@ -144,6 +144,43 @@ impl<G: TokenGuard> Harness<G> {
             .poll_claim(&mut accepted.conn, &mut accepted.session);
     }
 
+    /// The end of a server connection, as a loop that drops it reports it
+    /// ([`ResumeServer::on_closed`]).
+    pub fn close(&self, accepted: &mut Accepted) {
+        self.server
+            .on_closed(&mut accepted.conn, &mut accepted.session, self.wall);
+    }
+
+    /// A forged Initial: someone who saw `token` on the wire sends it from
+    /// another port in an Initial that does not even decrypt. The server
+    /// accepts it as it would any Initial, and the forger never answers.
+    pub fn forge_initial(&mut self, token: &[u8]) -> Accepted {
+        let forger: SocketAddr = "192.0.2.1:6666".parse().expect("address");
+        let server_addr: SocketAddr = SERVER.parse().expect("address");
+        let scid = quiche::ConnectionId::from_vec(vec![0x0f; 16]);
+        let mut accepted = self
+            .server
+            .accept(
+                &scid,
+                None,
+                server_addr,
+                forger,
+                token,
+                &mut self.server_config,
+                self.wall,
+            )
+            .expect("accept");
+        let mut garbage = vec![0xc0; 1200];
+        let info = quiche::RecvInfo {
+            from: forger,
+            to: server_addr,
+        };
+        accepted.conn.recv(&mut garbage, info).ok();
+        self.server
+            .on_progress(&mut accepted.conn, &mut accepted.session, self.wall);
+        accepted
+    }
+
     fn tick(&mut self) {
         self.now += self.one_way;
         self.wall += self.one_way;
@@ -212,6 +249,12 @@ impl<G: TokenGuard> Harness<G> {
                 self.server
                     .poll_claim(&mut accepted.conn, &mut accepted.session);
                 accepted.conn.recv(&mut datagram, info).ok();
+            }
+            // Housekeeping after receiving, as a server's loop does: the
+            // claim of a saved set starts once the handshake is complete.
+            if let Some(accepted) = server.as_mut() {
+                self.server
+                    .on_progress(&mut accepted.conn, &mut accepted.session, self.wall);
             }
 
             // Server to client.

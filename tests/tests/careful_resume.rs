@@ -184,11 +184,24 @@ fn a_token_is_good_for_one_resumption_only() {
     let replayed = harness.download(opaque_client(Some(&token), 3), FIRST, |_| false);
 
     assert!(resumed.server.session.resume.is_ok());
+    // The resumed connection measured the path anew: its own set is the
+    // network's newest, and the replayed one is superseded.
     assert_eq!(
         replayed.server.session.resume.unwrap_err(),
-        cr_endpoint::ex_token::NoResume::AlreadyInUse
+        cr_endpoint::ex_token::NoResume::Superseded
     );
-    assert!(replayed.server.conn.careful_resume().is_none());
+    assert_not_resumed(&replayed);
+}
+
+/// Careful Resume was set up for the token, then ended without a jump when
+/// the guard refused the set.
+fn assert_not_resumed(download: &quiche_cr_tests::Download) {
+    let resume = download.server.conn.careful_resume().expect("set up");
+    assert!(!resume.jumped());
+    assert_eq!(
+        phases(&download.trace),
+        [phase("reconnaissance", "normal", "saved_set_not_granted")]
+    );
 }
 
 #[test]
@@ -218,9 +231,9 @@ fn sibling_tokens_of_one_connection_resume_at_most_one_connection() {
     );
     assert_eq!(
         sibling.server.session.resume.unwrap_err(),
-        NoResume::AlreadyInUse
+        NoResume::Superseded
     );
-    assert!(sibling.server.conn.careful_resume().is_none());
+    assert_not_resumed(&sibling);
 }
 
 #[test]

@@ -118,16 +118,14 @@ impl Fixture {
     fn mint(&self, key: &KeyMaterial, saved_at: SystemTime) -> Vec<u8> {
         let ring = KeyRing::new(TokenKey::from_bytes(key.id, &key.bytes).expect("key"));
         let mut tokens = TokenServer::new(ring, SystemRng::new(), Default::default());
-        let set = tokens
-            .new_saved_set(saved_at, Duration::from_secs(3600))
-            .expect("set");
+        let client = "127.0.0.1:1".parse().expect("address");
+        let set = tokens.new_saved_set(client, saved_at).expect("set");
         let path = SavedPath {
             capacity: 500_000,
             rtt: Duration::from_millis(1),
             extras: &[],
         };
-        let client = "127.0.0.1:1".parse().expect("address");
-        tokens.mint_bdp_token(client, &path, set).expect("token")
+        tokens.mint_bdp_token(client, &path, &set).expect("token")
     }
 }
 

@@ -35,6 +35,10 @@ pub use handle::ServerHandle;
 /// How long the loop sleeps at most, so a stop request is seen promptly.
 const MAX_WAIT: Duration = Duration::from_millis(50);
 
+/// How soon the loop comes back while a guard across the network has a
+/// claim to answer: a jump held for the answer goes ahead at the next turn.
+const CLAIM_POLL: Duration = Duration::from_millis(1);
+
 /// Datagrams taken from the socket in one turn before serving the
 /// connections again.
 const RECV_BATCH: usize = 64;
@@ -264,14 +268,20 @@ impl Server {
         }
     }
 
-    /// The earliest of `limit`, a connection timer, a connection's pacer
-    /// and a pacing release.
+    /// The earliest of `limit`, a connection timer, a connection's pacer,
+    /// a pacing release and, while a claim is awaited, the next poll.
     fn next_deadline(&self, limit: Instant) -> Instant {
+        let claim_poll = self
+            .sessions
+            .values()
+            .any(|s| s.session.claim_pending())
+            .then(|| Instant::now() + CLAIM_POLL);
         self.sessions
             .values()
             .flat_map(|s| [s.session.conn_ref().timeout_instant(), s.next_send])
             .flatten()
             .chain(self.outbox.next_release())
+            .chain(claim_poll)
             .fold(limit, Instant::min)
     }
 
@@ -361,7 +371,8 @@ impl Server {
             .collect();
         let now = Instant::now();
         for number in closed {
-            if let Some(serving) = self.sessions.remove(&number) {
+            if let Some(mut serving) = self.sessions.remove(&number) {
+                serving.session.on_closed(&self.resume, SystemTime::now());
                 on_report(serving.session.report(now));
             }
             self.ids.retain(|_, n| *n != number);
