@@ -63,12 +63,13 @@ fn the_counters_tell_what_each_connection_did() {
     assert_eq!(stats.saved_for_next, capacities.last().copied());
     assert_eq!(stats.bdp_tokens_sent as usize, capacities.len());
 
-    // 3. The same token again: the set is used.
+    // 3. The same token again: connection 2's own measurement superseded
+    // the set.
     let mut replayed = harness.download(opaque_client(Some(&token), 3), SIZE, |_| false);
     count(tokens(&mut replayed));
     assert_eq!(
         replayed.server.stats().not_resumed,
-        Some(NoResume::AlreadyInUse)
+        Some(NoResume::Superseded)
     );
 
     // 4. A tampered token.
@@ -82,7 +83,8 @@ fn the_counters_tell_what_each_connection_did() {
 
     // 5. A path that drops packets sent while unvalidated: Safe Retreat.
     let mut sent = 0u32;
-    let mut retreated = harness.download(opaque_client(Some(&fresh), 5), SIZE, |conn| {
+    // Connection 4's set is the network's newest.
+    let mut retreated = harness.download(opaque_client(Some(&unused), 5), SIZE, |conn| {
         let unvalidated = conn
             .careful_resume()
             .is_some_and(|r| r.phase() == Phase::Unvalidated);
@@ -105,7 +107,7 @@ fn the_counters_tell_what_each_connection_did() {
 
     let mut refused = [0; Refusal::ALL.len()];
     for (reason, n) in [
-        (Refusal::AlreadyUsed, 1),
+        (Refusal::Superseded, 1),
         (Refusal::Tampered, 1),
         (Refusal::Expired, 1),
     ] {
