@@ -129,8 +129,12 @@
 //!
 //! A client keeps NEW_TOKEN tokens in a [`TokenStore`] and takes one per
 //! connection attempt. If the server announced the `ex_token` transport
-//! parameter ([`TP_EX_TOKEN`] = [`EX_TOKEN_ENABLED`]), it may read Capacity
-//! and RTT, and lower Requested Capacity before echoing the token:
+//! parameter ([`TP_EX_TOKEN`] = [`EX_TOKEN_ENABLED`]) on the connection
+//! that delivered the token, the client may read Capacity and RTT, and
+//! lower Requested Capacity before echoing the token; the store remembers
+//! this with the token ([`HeldToken`]), since the next connection's Initial
+//! leaves before the server's transport parameters arrive. Any other token,
+//! and one the client cannot decode, is opaque and goes back unmodified:
 //!
 //! ```
 //! # use std::time::{Duration, SystemTime};
@@ -143,13 +147,16 @@
 //! # let new_token = server.mint_bdp_token("192.0.2.10:1".parse()?, &saved, &set)?;
 //! let server_addr = "203.0.113.5:443".parse()?;
 //! let mut store = TokenStore::new(StoreConfig::default());
-//! store.insert("example.org", server_addr, new_token, now);
+//! // The connection that received it saw the server announce ex_token.
+//! store.insert_held("example.org", server_addr, HeldToken::extensible(new_token), now);
 //!
-//! let mut token = store.take("example.org", server_addr, now).expect("a token");
-//! if let Some(Ok(bdp)) = ExToken::decode(&token)?.bdp() {
-//!     assert_eq!((bdp.capacity, bdp.rtt_us), (1_250_000, 600_000));
-//!     // On a link known to be slower today, ask for at most 500 kB.
-//!     lower_requested_capacity(&mut token, 500_000)?;
+//! let mut held = store.take_held("example.org", server_addr, now).expect("a token");
+//! if held.ex_token {
+//!     if let Ok(Some(Ok(bdp))) = ExToken::decode(&held.token).map(|t| t.bdp()) {
+//!         assert_eq!((bdp.capacity, bdp.rtt_us), (1_250_000, 600_000));
+//!         // On a link known to be slower today, ask for at most 500 kB.
+//!         lower_requested_capacity(&mut held.token, 500_000)?;
+//!     }
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -188,7 +195,7 @@ pub use payload::{Extras, MAX_EXTRAS};
 pub use remote::{RemoteEndpoint, SiteId};
 pub use rng::{RandomError, Rng, SimRng, SystemRng};
 pub use server::{MintError, Policy, SavedPath, SavedSet, ServerConfig, TokenServer};
-pub use store::{StoreConfig, TokenStore};
+pub use store::{HeldToken, StoreConfig, TokenStore};
 pub use token::{
     DecodeError, EncodeError, ExToken, ExTokenBuilder, Extension, Extensions, MAX_EXTENSIONS,
     MAX_TOKEN_LEN,

@@ -8,6 +8,14 @@
 //! out once (RFC 9000, Section 8.1.3: reuse would let connections be
 //! linked).
 //!
+//! Each token remembers whether the server announced the `ex_token`
+//! transport parameter on the connection that delivered it. The next
+//! connection's Initial, which carries the token, leaves before that
+//! server's transport parameters arrive, so this is the only way for a
+//! client to know whether it may read the token or lower its Requested
+//! Capacity. A token from a server that did not announce `ex_token` is
+//! opaque (RFC 9000, Section 8.1.3): the client echoes it unmodified.
+//!
 //! # File format
 //!
 //! [`TokenStore::save`] writes JSON, one object with a format version and
@@ -15,10 +23,13 @@
 //!
 //! ```json
 //! {"version":1,"tokens":[{"server_name":"example.org",
-//!   "server_addr":"192.0.2.1:443","received":1700000000,"token":"0a1b..."}]}
+//!   "server_addr":"192.0.2.1:443","received":1700000000,"token":"0a1b...",
+//!   "ex_token":true}]}
 //! ```
 //!
-//! `received` is in unix seconds and `token` is lowercase hex.
+//! `received` is in unix seconds and `token` is lowercase hex. `ex_token`
+//! is written only when true: files written before it existed load with
+//! every token opaque, the safe reading.
 
 use std::fs;
 use std::io;
@@ -63,6 +74,14 @@ struct StoredToken {
     received: u64,
     #[serde(with = "hex")]
     token: Vec<u8>,
+    /// Whether the issuing server announced the `ex_token` transport
+    /// parameter.
+    #[serde(default, skip_serializing_if = "is_false")]
+    ex_token: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 impl StoredToken {
@@ -75,6 +94,36 @@ impl StoredToken {
 struct TokenFile {
     version: u32,
     tokens: Vec<StoredToken>,
+}
+
+/// A token as a [`TokenStore`] keeps it and hands it out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldToken {
+    /// The token, byte for byte as the server sent it.
+    pub token: Vec<u8>,
+    /// Whether the server that sent it announced the `ex_token` transport
+    /// parameter (value 1) on that connection: only then is the token an
+    /// extensible token the client may read, and lower the Requested
+    /// Capacity of. Otherwise it is opaque and must be echoed unmodified.
+    pub ex_token: bool,
+}
+
+impl HeldToken {
+    /// An opaque token: the server did not announce `ex_token`.
+    pub fn opaque(token: Vec<u8>) -> Self {
+        HeldToken {
+            token,
+            ex_token: false,
+        }
+    }
+
+    /// A token from a server that announced `ex_token`.
+    pub fn extensible(token: Vec<u8>) -> Self {
+        HeldToken {
+            token,
+            ex_token: true,
+        }
+    }
 }
 
 /// A bounded, expiring store of tokens received from servers.
@@ -95,7 +144,9 @@ impl TokenStore {
     }
 
     /// Keeps `token`, received at `now` from `server_name` at
-    /// `server_addr`. Empty tokens are ignored.
+    /// `server_addr`, as an opaque token (see [`TokenStore::insert_held`]
+    /// for one from a server that announced `ex_token`). Empty tokens are
+    /// ignored.
     pub fn insert(
         &mut self,
         server_name: &str,
@@ -103,11 +154,25 @@ impl TokenStore {
         token: Vec<u8>,
         now: SystemTime,
     ) {
+        self.insert_held(server_name, server_addr, HeldToken::opaque(token), now);
+    }
+
+    /// Keeps `token`, received at `now` from `server_name` at
+    /// `server_addr`, with whether that server announced `ex_token`. Empty
+    /// tokens are ignored.
+    pub fn insert_held(
+        &mut self,
+        server_name: &str,
+        server_addr: SocketAddr,
+        token: HeldToken,
+        now: SystemTime,
+    ) {
         self.push(StoredToken {
             server_name: server_name.to_owned(),
             server_addr,
             received: unix_secs(now),
-            token,
+            token: token.token,
+            ex_token: token.ex_token,
         });
         self.forget_expired(unix_secs(now));
     }
@@ -141,12 +206,29 @@ impl TokenStore {
         server_addr: SocketAddr,
         now: SystemTime,
     ) -> Option<Vec<u8>> {
+        self.take_held(server_name, server_addr, now)
+            .map(|held| held.token)
+    }
+
+    /// Removes and returns the newest unexpired token for the server, with
+    /// whether that server announced `ex_token`, for one connection
+    /// attempt.
+    pub fn take_held(
+        &mut self,
+        server_name: &str,
+        server_addr: SocketAddr,
+        now: SystemTime,
+    ) -> Option<HeldToken> {
         self.forget_expired(unix_secs(now));
         let newest = self
             .tokens
             .iter()
             .rposition(|t| t.is_for(server_name, server_addr))?;
-        Some(self.tokens.remove(newest).token)
+        let stored = self.tokens.remove(newest);
+        Some(HeldToken {
+            token: stored.token,
+            ex_token: stored.ex_token,
+        })
     }
 
     /// The newest token held for the server (the one [`TokenStore::take`]

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ex_token::{
     lower_requested_capacity, BdpDecodeError, BdpToken, DecodeError, ExToken, ExTokenBuilder,
-    LowerError, StoreConfig, TokenStore,
+    HeldToken, LowerError, StoreConfig, TokenStore,
 };
 
 fn at(secs: u64) -> SystemTime {
@@ -80,6 +80,38 @@ fn each_token_is_handed_out_once_newest_first() {
     assert_eq!(store.take(NAME, server, at(102)), Some(vec![2]));
     assert_eq!(store.take(NAME, server, at(102)), Some(vec![1]));
     assert_eq!(store.take(NAME, server, at(102)), None);
+}
+
+#[test]
+fn each_token_keeps_whether_its_server_announced_ex_token() {
+    let server = addr("192.0.2.1:443");
+    let mut store = TokenStore::new(StoreConfig::default());
+    store.insert_held(NAME, server, HeldToken::extensible(vec![1]), at(100));
+    store.insert(NAME, server, vec![2], at(101));
+    store.insert_held(NAME, server, HeldToken::opaque(vec![3]), at(102));
+    assert_eq!(
+        store.take_held(NAME, server, at(103)),
+        Some(HeldToken {
+            token: vec![3],
+            ex_token: false
+        })
+    );
+    assert_eq!(
+        store.take_held(NAME, server, at(103)),
+        Some(HeldToken {
+            token: vec![2],
+            ex_token: false
+        }),
+        "a plain insert keeps the token opaque"
+    );
+    assert_eq!(
+        store.take_held(NAME, server, at(103)),
+        Some(HeldToken {
+            token: vec![1],
+            ex_token: true
+        })
+    );
+    assert_eq!(store.take_held(NAME, server, at(103)), None);
 }
 
 #[test]
@@ -183,6 +215,34 @@ fn store_persists_to_a_json_file() {
     let mut loaded = TokenStore::load(&path, config, at(2_600)).unwrap();
     assert_eq!(loaded.len(), 1, "the older token expired");
     assert_eq!(loaded.take(NAME, server, at(2_600)), Some(vec![0x01]));
+}
+
+#[test]
+fn the_file_keeps_whether_the_server_announced_ex_token() {
+    let path = scratch_file("ex-token.json");
+    let server = addr("192.0.2.1:443");
+    let mut store = TokenStore::new(StoreConfig::default());
+    store.insert_held(NAME, server, HeldToken::extensible(vec![0x0a]), at(1_000));
+    store.insert_held(NAME, server, HeldToken::opaque(vec![0x0b]), at(1_001));
+    store.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text,
+        concat!(
+            r#"{"version":1,"tokens":["#,
+            r#"{"server_name":"example.org","server_addr":"192.0.2.1:443","received":1000,"token":"0a","ex_token":true},"#,
+            r#"{"server_name":"example.org","server_addr":"192.0.2.1:443","received":1001,"token":"0b"}]}"#
+        )
+    );
+    let mut loaded = TokenStore::load(&path, StoreConfig::default(), at(1_002)).unwrap();
+    assert_eq!(
+        loaded.take_held(NAME, server, at(1_002)),
+        Some(HeldToken::opaque(vec![0x0b]))
+    );
+    assert_eq!(
+        loaded.take_held(NAME, server, at(1_002)),
+        Some(HeldToken::extensible(vec![0x0a]))
+    );
 }
 
 #[test]
