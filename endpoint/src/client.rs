@@ -1,10 +1,18 @@
 //! The client side: keep tokens, present one, make room for the resumed
 //! window.
+//!
+//! A token is an extensible token the client may read and adjust only when
+//! the server that sent it announced the `ex_token` transport parameter on
+//! that connection; the store keeps that fact with the token, because the
+//! next connection's Initial carries the token before the server's
+//! transport parameters arrive. Every other token is opaque (RFC 9000,
+//! Section 8.1.3), and so is one the client cannot decode: it is kept and
+//! presented byte for byte as the server sent it.
 
 use std::net::SocketAddr;
 use std::time::SystemTime;
 
-use ex_token::{ExToken, StoreConfig, TokenStore};
+use ex_token::{ExToken, HeldToken, StoreConfig, TokenStore};
 
 use crate::Error;
 
@@ -23,7 +31,8 @@ pub enum RequestedCapacity {
 /// How a [`ResumeClient`] presents tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientConfig {
-    /// Lowering (never raising) the Requested Capacity of BDP tokens.
+    /// Lowering (never raising) the Requested Capacity of BDP tokens from
+    /// servers that announced `ex_token`; other tokens go back unmodified.
     pub requested_capacity: RequestedCapacity,
     /// The initial flow-control credit (connection and stream) the client
     /// grants on every connection. The client owns this setting of the
@@ -32,7 +41,8 @@ pub struct ClientConfig {
     /// Flow-control credit granted per byte of saved Capacity, when that
     /// exceeds `base_credit`. The server jumps to half the Capacity and then
     /// grows; a receive window smaller than that throttles the resumed
-    /// connection (the seed dissertation saw exactly this).
+    /// connection (the seed dissertation saw exactly this). Only the
+    /// Capacity of a token from a server that announced `ex_token` counts.
     pub credit_per_capacity: u64,
     /// Bounds of the token store.
     pub store: StoreConfig,
@@ -89,6 +99,11 @@ impl ResumeClient {
     /// and the autotuning ceilings) is set in `config` to `base_credit`, or
     /// to `credit_per_capacity` times the saved Capacity of the token when
     /// that is more, so the resumed window is not limited by the receiver.
+    ///
+    /// Only a token whose server announced `ex_token` is read, and only its
+    /// Requested Capacity is ever changed (lowered, by
+    /// [`ClientConfig::requested_capacity`]); any other token, or one that
+    /// does not decode, is presented exactly as received.
     pub fn connect(
         &mut self,
         server_name: &str,
@@ -98,24 +113,33 @@ impl ResumeClient {
         config: &mut quiche::Config,
         now: SystemTime,
     ) -> Result<quiche::Connection, Error> {
-        let mut token = self.store.take(server_name, peer, now);
+        let mut held = self.store.take_held(server_name, peer, now);
 
-        let capacity = token.as_mut().and_then(|token| self.prepare(token));
+        let capacity = held.as_mut().and_then(|held| self.prepare(held));
         let resumed_credit =
             capacity.map_or(0, |c| c.saturating_mul(self.config.credit_per_capacity));
         set_credit(config, resumed_credit.max(self.config.base_credit));
 
         let mut conn = quiche::connect(Some(server_name), scid, local, peer, config)?;
-        if let Some(token) = token {
-            conn.set_token(&token)?;
+        if let Some(held) = held {
+            conn.set_token(&held.token)?;
         }
         Ok(conn)
     }
 
-    /// Applies the Requested Capacity policy to a BDP token in place and
-    /// returns the capacity the server may resume with, if any.
-    fn prepare(&self, token: &mut [u8]) -> Option<u64> {
-        let capacity = ExToken::decode(token).ok()?.bdp()?.ok()?.capacity;
+    /// Applies the Requested Capacity policy in place to a BDP token from a
+    /// server that announced `ex_token`, and returns the capacity the
+    /// server may resume with, if any. Other tokens are left untouched.
+    fn prepare(&self, held: &mut HeldToken) -> Option<u64> {
+        if !held.ex_token {
+            return None;
+        }
+        let token = held.token.as_mut_slice();
+        let Some(Ok(bdp)) = ExToken::decode(token).ok()?.bdp() else {
+            log::debug!("an extensible token without a readable BDP_TOKEN: presented as received");
+            return None;
+        };
+        let capacity = bdp.capacity;
         let requested = match self.config.requested_capacity {
             RequestedCapacity::AsSaved => return Some(capacity),
             RequestedCapacity::AtMost(limit) => limit,
@@ -127,7 +151,9 @@ impl ResumeClient {
     }
 
     /// Housekeeping after each `recv()`: keeps the tokens the server sent
-    /// for the next connection to (`server_name`, `peer`).
+    /// for the next connection to (`server_name`, `peer`), each with
+    /// whether the server announced `ex_token` on this connection
+    /// ([`announced_ex_token`]).
     pub fn on_progress(
         &mut self,
         conn: &mut quiche::Connection,
@@ -135,10 +161,25 @@ impl ResumeClient {
         peer: SocketAddr,
         now: SystemTime,
     ) {
+        let ex_token = announced_ex_token(conn);
         while let Some(token) = conn.new_token_next() {
-            self.store.insert(server_name, peer, token, now);
+            let held = HeldToken { token, ex_token };
+            self.store.insert_held(server_name, peer, held, now);
         }
     }
+}
+
+/// Whether the server at the other end of `conn` announced extensible
+/// tokens: its transport parameters carry `ex_token` under
+/// [`ex_token::TP_EX_TOKEN`] with the value [`ex_token::EX_TOKEN_ENABLED`].
+/// The client must recognise the parameter ([`ResumeClient::configure`]) to
+/// see it; until the server's parameters have arrived this is false.
+pub fn announced_ex_token(conn: &quiche::Connection) -> bool {
+    conn.peer_transport_params()
+        .and_then(|params| params.ex_token)
+        .is_some_and(|param| {
+            param.id == ex_token::TP_EX_TOKEN && param.value == ex_token::EX_TOKEN_ENABLED
+        })
 }
 
 fn set_credit(config: &mut quiche::Config, credit: u64) {

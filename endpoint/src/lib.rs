@@ -41,7 +41,7 @@ mod metrics;
 mod server;
 mod stats;
 
-pub use client::{ClientConfig, RequestedCapacity, ResumeClient};
+pub use client::{announced_ex_token, ClientConfig, RequestedCapacity, ResumeClient};
 pub use error::Error;
 pub use metrics::{MetricsSnapshot, Refusal, ServerMetrics};
 pub use server::{Accepted, ResumeServer, ResumeSession, ServerConfig};
