@@ -31,8 +31,8 @@
 //!                          | cwnd = jump,     |---------------------->+------------------+
 //!                          | paced on cur. RTT|  (rate_limited)       |      Normal      |
 //!                          +------------------+                       |  (CR has ended)  |
-//!   window full, first     |              | loss, ECN-CE,             +------------------+
-//!   unvalidated pn acked,  |              | path change                  ^        ^
+//!   window full, first     |              | loss, ECN-CE, path        +------------------+
+//!   unvalidated pn acked,  |              | change, RTT > 10 x saved     ^        ^
 //!   or > 1 RTT spent       v              |                              |        |
 //!                          +------------------+  last unvalidated pn     |        |
 //!                          |    Validating    |  acked ------------------+        |
@@ -69,6 +69,12 @@
 //! | persistent congestion | [`CarefulResume::on_persistent_congestion`] | transition |
 //! | path change or migration | [`CarefulResume::on_path_change`] | transition |
 //!
+//! ECN-CE (the `ECN_CE` trigger) is in the state machine, but quiche 0.30
+//! has no ECN: it sends no packet marked ECN-capable and ignores the ECN
+//! counts of the ACK frames it receives. In quiche-cr the trigger therefore
+//! never fires; loss (and persistent congestion) is the only congestion
+//! signal.
+//!
 //! Applying a [`Transition`]: set the window to `cwnd` and the slow start
 //! threshold to `ssthresh` when they are `Some`; delete the saved set when
 //! `saved_set_consumed`; log a `careful_resume_phase_updated` qlog event from
@@ -78,8 +84,9 @@
 //! branch once CR is over), and while it is active:
 //! - the effective window is `window().map_or(cwnd, |w| w.apply(cwnd))`;
 //! - skip the controller's window growth when `suppresses_growth()`;
-//! - while unvalidated, pace with [`CarefulResume::pacing_rate`] (computed
-//!   from the current RTT) and release no burst above `max_burst()`;
+//! - while unvalidated, pace every packet with
+//!   [`CarefulResume::pacing_interval`] (computed from the current RTT), so
+//!   that no burst exceeds the initial window;
 //! - for a rate-based controller, apply [`CarefulResume::rate_control`]
 //!   instead of a window, and call [`CarefulResume::on_startup_over`] if it
 //!   leaves Startup before the jump.

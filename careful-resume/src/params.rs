@@ -137,8 +137,10 @@ impl Config {
         self
     }
 
-    /// Sets the factor above which a current RTT (relative to saved_rtt)
-    /// counts as a path change in Reconnaissance.
+    /// Sets the factor above which an RTT (relative to saved_rtt) counts as
+    /// a path change: the minimum RTT in Reconnaissance (Careful Resume
+    /// ends, `rtt_not_validated`), the smoothed RTT while unvalidated (Safe
+    /// Retreat, `path_changed`).
     pub fn with_rtt_upper_factor(mut self, factor: NonZeroU32) -> Config {
         self.rtt_upper_factor = factor;
         self

@@ -231,7 +231,11 @@ impl CarefulResume {
             },
             Phase::Unvalidated => {
                 self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
-                if self.acknowledges_unvalidated(ack.largest_acked) {
+                if self.rtt_beyond_saved(ack.smoothed_rtt) {
+                    // The path is not the one the saved set describes: a
+                    // path change, which outranks what the ACK validates.
+                    self.on_path_trouble(Trigger::PathChanged, ack.now)
+                } else if self.acknowledges_unvalidated(ack.largest_acked) {
                     self.jump_delivery_start = Some((self.pipesize, ack.now));
                     self.leave_unvalidated(
                         Trigger::FirstUnvalidatedPacketAcknowledged,
@@ -415,11 +419,6 @@ impl CarefulResume {
         ))
     }
 
-    /// The largest burst the pacer may release at once while unvalidated (IW).
-    pub fn max_burst(&self) -> usize {
-        self.config.initial_window()
-    }
-
     /// The jump window: min(max_jump, saved_cwnd / 2).
     pub fn jump_window(&self) -> usize {
         self.jump_window
@@ -489,6 +488,19 @@ impl CarefulResume {
     /// window-based jump's pacing rate, the appendix's probing rate.
     fn probing_rate(&self) -> u64 {
         bytes_per_second(self.jump_window, self.current_rtt).max(1)
+    }
+
+    /// Whether the current RTT is above the saved RTT times the RTT upper
+    /// factor (10 by default): while unvalidated, a path change (the
+    /// project's reading of RFC 9959's path change, as in Reconnaissance).
+    /// The smoothed RTT, not the minimum: the minimum passed
+    /// Reconnaissance's check and never rises.
+    fn rtt_beyond_saved(&self, smoothed_rtt: Duration) -> bool {
+        let upper = self
+            .saved
+            .rtt
+            .saturating_mul(self.config.rtt_upper_factor().get());
+        smoothed_rtt > upper
     }
 
     fn unvalidated_rtt_exceeded(&self, now: Instant) -> bool {

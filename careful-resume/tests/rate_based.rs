@@ -218,6 +218,28 @@ fn congestion_while_probing_retreats_to_drain_until_the_jump_is_acked() {
 }
 
 #[test]
+fn an_rtt_beyond_ten_times_the_saved_rtt_while_probing_retreats_to_drain() {
+    let clock = Clock::new();
+    let mut cr = probing(&clock);
+    send_quietly(&mut cr, 10..=59, pkts(10), clock.at(150));
+    let beyond = RTT * 10 + std::time::Duration::from_micros(1);
+    let t = cr
+        .on_ack(&ack(Some(3), pkts(4), pkts(46), beyond, clock.at(160)))
+        .unwrap();
+    assert_eq!(
+        (t.from, t.to, t.trigger, t.cwnd),
+        (
+            Phase::Unvalidated,
+            Phase::SafeRetreat,
+            Trigger::PathChanged,
+            None
+        )
+    );
+    assert!(t.saved_set_consumed);
+    assert_eq!(cr.rate_control(), Some(RateControl::Retreat));
+}
+
+#[test]
 fn a_controller_past_startup_does_not_jump() {
     let clock = Clock::new();
     let mut cr = CarefulResume::new_rate_based(config(), saved(200));

@@ -161,7 +161,6 @@ fn paces_the_jump_window_over_the_current_rtt() {
     // 120 000 bytes per 100 ms.
     assert_eq!(cr.pacing_rate(), Some(1_200_000));
     assert_eq!(cr.pacing_interval(MSS), Some(Duration::from_millis(1)));
-    assert_eq!(cr.max_burst(), IW);
     // The current RTT, not the saved one, sets the pace.
     let slower = ack(
         Some(0),
@@ -703,6 +702,83 @@ fn a_path_change_after_the_jump_retreats() {
     );
     assert!(t.saved_set_consumed);
     assert_eq!(t.last_unvalidated_pn, Some(9));
+}
+
+#[test]
+fn an_rtt_above_ten_times_the_saved_rtt_while_unvalidated_is_a_path_change() {
+    let clock = Clock::new();
+    let mut cr = jumped(200, &clock);
+    send_quietly(&mut cr, 10..=39, pkts(10), clock.at(110));
+    // Exactly ten times the saved 100 ms is still the saved path.
+    let ten_times = Duration::from_millis(1000);
+    assert_eq!(
+        cr.on_ack(&ack(Some(2), pkts(3), pkts(37), ten_times, clock.at(150))),
+        None
+    );
+    let beyond = ten_times + Duration::from_micros(1);
+    let t = assert_change(
+        cr.on_ack(&ack(Some(5), pkts(3), pkts(34), beyond, clock.at(151))),
+        Phase::Unvalidated,
+        Phase::SafeRetreat,
+        Trigger::PathChanged,
+    );
+    // PipeSize: the 10 datagrams in flight at the jump, then 6 acknowledged.
+    assert_eq!(t.pipesize, pkts(16));
+    assert_eq!(t.cwnd, Some(pkts(8)));
+    assert!(t.saved_set_consumed);
+    assert_eq!(t.last_unvalidated_pn, Some(39));
+    // Safe Retreat ends as after any congestion, with ssthresh PipeSize/2.
+    let t = assert_change(
+        cr.on_ack(&ack(Some(39), pkts(34), 0, beyond, clock.at(400))),
+        Phase::SafeRetreat,
+        Phase::Normal,
+        Trigger::ExitRecovery,
+    );
+    assert_eq!(t.ssthresh, Some(pkts(50) / 2));
+}
+
+#[test]
+fn an_rtt_beyond_the_saved_path_outranks_the_validation_its_ack_brings() {
+    let clock = Clock::new();
+    let mut cr = jumped(200, &clock);
+    send_quietly(&mut cr, 10..=39, pkts(10), clock.at(110));
+    // This ACK covers the first unvalidated packet, and more than an RTT
+    // has passed: either would end Unvalidated, but the path has changed.
+    let t = cr.on_ack(&ack(
+        Some(10),
+        pkts(11),
+        pkts(29),
+        Duration::from_millis(1001),
+        clock.at(1200),
+    ));
+    assert_change(
+        t,
+        Phase::Unvalidated,
+        Phase::SafeRetreat,
+        Trigger::PathChanged,
+    );
+}
+
+#[test]
+fn an_rtt_beyond_the_saved_path_after_unvalidated_changes_nothing() {
+    let clock = Clock::new();
+    let mut cr = jumped(200, &clock);
+    // The jump window is 100 datagrams: pn 99 fills it.
+    send_quietly(&mut cr, 10..=98, pkts(10), clock.at(110));
+    let t = cr.on_packet_sent(&sent(99, pkts(100), true, clock.at(110)));
+    assert_change(
+        t,
+        Phase::Unvalidated,
+        Phase::Validating,
+        Trigger::LastUnvalidatedPacketSent,
+    );
+    // Validating ends on congestion or on its last packet's ACK only.
+    let slow = Duration::from_millis(1001);
+    assert_eq!(
+        cr.on_ack(&ack(Some(20), pkts(21), pkts(79), slow, clock.at(300))),
+        None
+    );
+    assert_eq!(cr.phase(), Phase::Validating);
 }
 
 #[test]
