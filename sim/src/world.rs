@@ -95,6 +95,22 @@ impl Ord for Event {
     }
 }
 
+/// A datagram the server sent, as it left for the bottleneck: what a test
+/// of the server's pacing reads (kept for flows with full traces only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Departure {
+    /// When it entered the bottleneck: its release time (`SendInfo.at`),
+    /// or when it was sent if that lies in the past.
+    pub at: SimTime,
+    /// Its size (UDP payload).
+    pub bytes: usize,
+    /// Careful Resume's phase when the server sent it (before any change
+    /// the packet caused), when the connection resumes.
+    pub phase: Option<quiche::careful_resume::Phase>,
+    /// The server's smoothed RTT when it sent it.
+    pub rtt: Duration,
+}
+
 /// The bottleneck's two directions, the event queue and the clock: what
 /// every connection shares.
 struct Network {
@@ -134,7 +150,8 @@ impl Network {
 
     /// Sends what `conn` has to send: datagrams due now enter the link at
     /// once, paced ones when their release time (`SendInfo.at`) comes.
-    /// `sizes`, when given, counts them.
+    /// `sizes`, when given, counts them; `departures`, when given, records
+    /// each.
     ///
     /// As quiche's own event loops do, the endpoint only asks quiche for a
     /// datagram while the pacer's next release time lies within
@@ -148,6 +165,7 @@ impl Network {
         generation: u64,
         direction: Direction,
         mut sizes: Option<&mut DatagramSizes>,
+        mut departures: Option<&mut Vec<Departure>>,
     ) -> Result<usize, SimError> {
         let mut buf = [0u8; MAX_DATAGRAM];
         let mut sent = 0;
@@ -183,6 +201,11 @@ impl Network {
                     return Ok(sent);
                 }
             }
+            let before = departures.is_some().then(|| {
+                let phase = conn.careful_resume().map(|r| r.phase());
+                let rtt = conn.path_stats().next().map_or(Duration::ZERO, |p| p.rtt);
+                (phase, rtt)
+            });
             let (len, info) = match conn.send(&mut buf) {
                 Ok(sent) => sent,
                 Err(quiche::Error::Done) => return Ok(sent),
@@ -193,6 +216,14 @@ impl Network {
                 sizes.add(len);
             }
             let release = self.clock.sim_time(info.at).max(self.now.sim);
+            if let (Some(departures), Some((phase, rtt))) = (departures.as_deref_mut(), before) {
+                departures.push(Departure {
+                    at: release,
+                    bytes: len,
+                    phase,
+                    rtt,
+                });
+            }
             let event = Event {
                 at: release,
                 seq: 0,
@@ -226,6 +257,8 @@ pub struct ConnectionPair {
     token_presented: Option<TokenCapacity>,
     /// The sizes of the datagrams the server sent.
     server_datagrams: DatagramSizes,
+    /// The server's datagrams as they left, when the flow keeps full traces.
+    server_departures: Option<Vec<Departure>>,
 }
 
 impl ConnectionPair {
@@ -252,6 +285,9 @@ pub struct ConnectionRecord {
     pub server_report: Option<ServerReport>,
     /// The sizes of the datagrams the server sent.
     pub server_datagrams: DatagramSizes,
+    /// The server's datagrams as they left (empty unless the flow keeps
+    /// full traces).
+    pub server_departures: Vec<Departure>,
     /// The server's qlog (its Careful Resume events only, unless the flow
     /// keeps full traces).
     pub server_qlog: Option<QlogBuffer>,
@@ -404,6 +440,7 @@ impl World {
             closing: false,
             token_presented,
             server_datagrams: DatagramSizes::default(),
+            server_departures: f.full_traces.then(Vec::new),
         });
         self.service_client(flow)?;
         Ok(previous)
@@ -435,6 +472,7 @@ impl World {
             server_stats,
             server_report,
             server_datagrams: pair.server_datagrams,
+            server_departures: pair.server_departures.unwrap_or_default(),
             server_qlog,
             client_qlog,
             token_presented: pair.token_presented,
@@ -656,6 +694,7 @@ impl World {
             pair.generation,
             Direction::ToServer,
             None,
+            None,
         )?;
         if sent > 0 {
             pair.first_packet_at.get_or_insert(now.sim);
@@ -676,6 +715,7 @@ impl World {
         let network = &mut self.network;
         let generation = pair.generation;
         let datagrams = &mut pair.server_datagrams;
+        let departures = &mut pair.server_departures;
         f.server.serve(server, &now, |conn| {
             network.flush(
                 conn,
@@ -683,6 +723,7 @@ impl World {
                 generation,
                 Direction::ToClient,
                 Some(&mut *datagrams),
+                departures.as_mut(),
             )
         })?;
         Ok(())
