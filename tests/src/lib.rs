@@ -60,12 +60,18 @@ pub fn config(is_server: bool, cc: quiche::CongestionControlAlgorithm) -> quiche
 /// A plain quiche client connection: it knows nothing about extensible
 /// tokens and only echoes what NEW_TOKEN gave it, as RFC 9000 asks.
 pub fn opaque_client(token: Option<&[u8]>, id: u8) -> quiche::Connection {
+    opaque_client_at(CLIENT.parse().expect("address"), token, id)
+}
+
+/// [`opaque_client`] at another address (for a [`Harness`] whose client
+/// moved there: [`Harness::client`]).
+pub fn opaque_client_at(local: SocketAddr, token: Option<&[u8]>, id: u8) -> quiche::Connection {
     let mut config = config(false, quiche::CongestionControlAlgorithm::CUBIC);
     let scid = quiche::ConnectionId::from_vec(vec![id; 16]);
     let mut conn = quiche::connect(
         Some(SERVER_NAME),
         &scid,
-        CLIENT.parse().expect("address"),
+        local,
         SERVER.parse().expect("address"),
         &mut config,
     )
@@ -97,6 +103,9 @@ pub struct Harness<G: TokenGuard = MemoryGuard> {
     wall: SystemTime,
     /// One-way delay of the path.
     pub one_way: Duration,
+    /// The address the client's datagrams come from ([`CLIENT`] unless
+    /// changed).
+    pub client: SocketAddr,
 }
 
 impl Harness {
@@ -123,6 +132,7 @@ impl<G: TokenGuard> Harness<G> {
             now: Instant::now() + Duration::from_secs(86_400),
             wall: UNIX_EPOCH + Duration::from_secs(1_767_225_600),
             one_way: rtt / 2,
+            client: CLIENT.parse().expect("address"),
         }
     }
 
@@ -195,7 +205,7 @@ impl<G: TokenGuard> Harness<G> {
         size: usize,
         mut drop: impl FnMut(&quiche::Connection) -> bool,
     ) -> Download {
-        let client_addr: SocketAddr = CLIENT.parse().expect("address");
+        let client_addr = self.client;
         let server_addr: SocketAddr = SERVER.parse().expect("address");
         let start = self.now;
         quiche::clock::set(self.now);
