@@ -8,9 +8,11 @@
 //! - [`ResumeServer`]: validates the token of a client's Initial, lifts the
 //!   anti-amplification limit when its address validation part checks out,
 //!   starts Careful Resume from the saved capacity (honouring the client's
-//!   Requested Capacity and the one-user-per-set rule), and, while the
-//!   connection runs, mints BDP tokens from what the observing policy saves
-//!   and sends them with NEW_TOKEN.
+//!   Requested Capacity and RFC 9959's saved-set rules, kept by a
+//!   [`ex_token::TokenGuard`]: one set per client network, one connection
+//!   at a time, claimed once the handshake is complete, revoked on a
+//!   retreat), and, while the connection runs, mints BDP tokens from what
+//!   the observing policy saves and sends them with NEW_TOKEN.
 //! - [`ResumeClient`]: keeps the tokens servers send, presents one on the next
 //!   connection to the same server, can lower the Requested Capacity or opt
 //!   out, and grants enough flow-control credit for the resumed window.
@@ -30,8 +32,13 @@
 //! let now = std::time::SystemTime::now();
 //! let token = hdr.token.as_deref().unwrap_or_default();
 //! let mut accepted = server.accept(&scid, None, local, peer, token, config, now)?;
-//! // ... recv / send / on_timeout on accepted.conn, and after each of them:
+//! // ... recv / send / on_timeout on accepted.conn, and after each of them
+//! // (after a recv: before writing to streams, so a jump is filled):
 //! server.on_progress(&mut accepted.conn, &mut accepted.session, std::time::SystemTime::now());
+//! // ... while accepted.session.claim_pending(), poll within a millisecond:
+//! server.poll_claim(&mut accepted.conn, &mut accepted.session);
+//! // ... when the connection is dropped:
+//! server.on_closed(&mut accepted.conn, &mut accepted.session, std::time::SystemTime::now());
 //! # Ok(()) }
 //! ```
 

@@ -337,11 +337,9 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         if std::mem::replace(&mut session.closed, true) {
             return;
         }
-        if let ClaimState::Pending(claim) = &session.claim {
-            // The answer may have come meanwhile; without one the set
-            // stays claimed until it expires (never used twice).
-            session.claim = ClaimState::Answered(claim.outcome());
-        }
+        // The answer may have come meanwhile; without one the set stays
+        // claimed until it expires (never used twice).
+        self.poll_claim(conn, session);
         let jumped = conn.careful_resume().is_some_and(|r| r.jumped());
         if let (ClaimState::Answered(ClaimOutcome::Granted), Some(presented)) =
             (&session.claim, &session.presented)
@@ -482,10 +480,9 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 .presented
                 .filter(|_| observation.handed_on && !jumped && session.resume.is_ok())
                 .map(|presented| presented.set);
-            let own = |server: &mut Self, session: &mut ResumeSession| {
-                server.own_set(session.peer, &mut session.saved_set, now)
-            };
-            let Some(set) = handed_on.or_else(|| own(self, session)) else {
+            let Some(set) =
+                handed_on.or_else(|| self.own_set(session.peer, &mut session.saved_set, now))
+            else {
                 continue;
             };
             // Clients cache tokens differently: quic-go and aioquic present

@@ -594,96 +594,28 @@ mod tests {
                 state,
             })
         };
+        // (record before, event, record after, answer)
+        #[rustfmt::skip]
         let cases = [
-            (None, E::Claimed, rec(7, 10, S::Claimed), Granted),
-            (
-                rec(7, 10, S::Free),
-                E::Claimed,
-                rec(7, 10, S::Claimed),
-                Granted,
-            ),
-            (
-                rec(7, 10, S::Claimed),
-                E::Claimed,
-                rec(7, 10, S::Claimed),
-                Taken,
-            ),
-            (
-                rec(7, 10, S::Revoked),
-                E::Claimed,
-                rec(7, 10, S::Revoked),
-                Revoked,
-            ),
-            (
-                rec(6, 9, S::Claimed),
-                E::Claimed,
-                rec(7, 10, S::Claimed),
-                Granted,
-            ),
-            (
-                rec(6, 10, S::Free),
-                E::Claimed,
-                rec(6, 10, S::Free),
-                Superseded,
-            ),
-            (
-                rec(6, 11, S::Free),
-                E::Claimed,
-                rec(6, 11, S::Free),
-                Superseded,
-            ),
-            (None, E::Minted, rec(7, 10, S::Free), Pending),
-            (
-                rec(6, 10, S::Claimed),
-                E::Minted,
-                rec(7, 10, S::Free),
-                Pending,
-            ),
-            (rec(6, 11, S::Free), E::Minted, rec(6, 11, S::Free), Pending),
-            (
-                rec(7, 10, S::Claimed),
-                E::Minted,
-                rec(7, 10, S::Claimed),
-                Pending,
-            ),
-            (
-                rec(7, 10, S::Claimed),
-                E::Released,
-                rec(7, 10, S::Free),
-                Pending,
-            ),
-            (
-                rec(7, 10, S::Revoked),
-                E::Released,
-                rec(7, 10, S::Revoked),
-                Pending,
-            ),
-            (
-                rec(6, 9, S::Claimed),
-                E::Released,
-                rec(6, 9, S::Claimed),
-                Pending,
-            ),
-            (None, E::Released, None, Pending),
-            (None, E::Revoked, rec(7, 10, S::Revoked), Pending),
-            (
-                rec(7, 10, S::Claimed),
-                E::Revoked,
-                rec(7, 10, S::Revoked),
-                Pending,
-            ),
-            (
-                rec(6, 11, S::Free),
-                E::Revoked,
-                rec(6, 11, S::Free),
-                Pending,
-            ),
-            (
-                rec(6, 9, S::Free),
-                E::Revoked,
-                rec(7, 10, S::Revoked),
-                Pending,
-            ),
+            (None,                   E::Claimed,  rec(7, 10, S::Claimed), Granted),
+            (rec(7, 10, S::Free),    E::Claimed,  rec(7, 10, S::Claimed), Granted),
+            (rec(7, 10, S::Claimed), E::Claimed,  rec(7, 10, S::Claimed), Taken),
+            (rec(7, 10, S::Revoked), E::Claimed,  rec(7, 10, S::Revoked), Revoked),
+            (rec(6, 9, S::Claimed),  E::Claimed,  rec(7, 10, S::Claimed), Granted),
+            (rec(6, 10, S::Free),    E::Claimed,  rec(6, 10, S::Free),    Superseded),
+            (rec(6, 11, S::Free),    E::Claimed,  rec(6, 11, S::Free),    Superseded),
+            (None,                   E::Minted,   rec(7, 10, S::Free),    Pending),
+            (rec(6, 10, S::Claimed), E::Minted,   rec(7, 10, S::Free),    Pending),
+            (rec(6, 11, S::Free),    E::Minted,   rec(6, 11, S::Free),    Pending),
+            (rec(7, 10, S::Claimed), E::Minted,   rec(7, 10, S::Claimed), Pending),
+            (rec(7, 10, S::Claimed), E::Released, rec(7, 10, S::Free),    Pending),
+            (rec(7, 10, S::Revoked), E::Released, rec(7, 10, S::Revoked), Pending),
+            (rec(6, 9, S::Claimed),  E::Released, rec(6, 9, S::Claimed),  Pending),
+            (None,                   E::Released, None,                   Pending),
+            (None,                   E::Revoked,  rec(7, 10, S::Revoked), Pending),
+            (rec(7, 10, S::Claimed), E::Revoked,  rec(7, 10, S::Revoked), Pending),
+            (rec(6, 11, S::Free),    E::Revoked,  rec(6, 11, S::Free),    Pending),
+            (rec(6, 9, S::Free),     E::Revoked,  rec(7, 10, S::Revoked), Pending),
         ];
         for (record, event, next, outcome) in cases {
             let decided = decide(record, &s, event);

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cr_endpoint::ex_token::{KeyRing, MemoryGuard, SimRng, TokenGuard, TokenKey, TokenServer};
-use cr_endpoint::{Accepted, ResumeServer, ServerConfig};
+use cr_endpoint::{Accepted, ResumeClient, ResumeServer, ServerConfig};
 
 /// The client's address.
 pub const CLIENT: &str = "192.0.2.10:4433";
@@ -83,6 +83,30 @@ pub fn opaque_client_at(local: SocketAddr, token: Option<&[u8]>, id: u8) -> quic
     conn
 }
 
+/// The wall-clock time a [`Harness`] starts at (2026-01-01).
+pub fn wall_start() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_767_225_600)
+}
+
+/// A client connection made by `client` (a [`ResumeClient`]: it presents
+/// one of its tokens, lowered as its configuration says) from [`CLIENT`]
+/// to [`SERVER`], at [`wall_start`].
+pub fn resuming_client(client: &mut ResumeClient, id: u8) -> quiche::Connection {
+    let mut config = config(false, quiche::CongestionControlAlgorithm::CUBIC);
+    client.configure(&mut config).expect("ex_token");
+    let scid = quiche::ConnectionId::from_vec(vec![id; 16]);
+    client
+        .connect(
+            SERVER_NAME,
+            &scid,
+            CLIENT.parse().expect("address"),
+            SERVER.parse().expect("address"),
+            &mut config,
+            wall_start(),
+        )
+        .expect("connect")
+}
+
 /// What one download left behind.
 pub struct Download {
     /// The client's connection, with the tokens it received still queued.
@@ -130,7 +154,7 @@ impl<G: TokenGuard> Harness<G> {
             server,
             server_config,
             now: Instant::now() + Duration::from_secs(86_400),
-            wall: UNIX_EPOCH + Duration::from_secs(1_767_225_600),
+            wall: wall_start(),
             one_way: rtt / 2,
             client: CLIENT.parse().expect("address"),
         }
@@ -166,29 +190,33 @@ impl<G: TokenGuard> Harness<G> {
     /// accepts it as it would any Initial, and the forger never answers.
     pub fn forge_initial(&mut self, token: &[u8]) -> Accepted {
         let forger: SocketAddr = "192.0.2.1:6666".parse().expect("address");
-        let server_addr: SocketAddr = SERVER.parse().expect("address");
-        let scid = quiche::ConnectionId::from_vec(vec![0x0f; 16]);
-        let mut accepted = self
-            .server
-            .accept(
-                &scid,
-                None,
-                server_addr,
-                forger,
-                token,
-                &mut self.server_config,
-                self.wall,
-            )
-            .expect("accept");
+        let mut accepted = self.accept(0x0f, forger, token);
         let mut garbage = vec![0xc0; 1200];
         let info = quiche::RecvInfo {
             from: forger,
-            to: server_addr,
+            to: SERVER.parse().expect("address"),
         };
         accepted.conn.recv(&mut garbage, info).ok();
         self.server
             .on_progress(&mut accepted.conn, &mut accepted.session, self.wall);
         accepted
+    }
+
+    /// The server accepts a connection (its ID all `id` bytes) from `peer`,
+    /// whose first Initial carried `token`.
+    fn accept(&mut self, id: u8, peer: SocketAddr, token: &[u8]) -> Accepted {
+        let scid = quiche::ConnectionId::from_vec(vec![id; 16]);
+        self.server
+            .accept(
+                &scid,
+                None,
+                SERVER.parse().expect("address"),
+                peer,
+                token,
+                &mut self.server_config,
+                self.wall,
+            )
+            .expect("accept")
     }
 
     fn tick(&mut self) {
@@ -236,19 +264,7 @@ impl<G: TokenGuard> Harness<G> {
                     let hdr = quiche::Header::from_slice(&mut datagram, quiche::MAX_CONN_ID_LEN)
                         .expect("an Initial");
                     let token = hdr.token.clone().unwrap_or_default();
-                    let scid = quiche::ConnectionId::from_vec(vec![0x5e; 16]);
-                    let mut accepted = self
-                        .server
-                        .accept(
-                            &scid,
-                            None,
-                            server_addr,
-                            client_addr,
-                            &token,
-                            &mut self.server_config,
-                            self.wall,
-                        )
-                        .expect("accept");
+                    let mut accepted = self.accept(0x5e, client_addr, &token);
                     qlog.attach(&mut accepted.conn, "server");
                     accepted
                 });

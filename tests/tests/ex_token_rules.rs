@@ -14,7 +14,7 @@
 //! that test is ignored until the server defers the close.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use cr_endpoint::ex_token::{
     self, BdpToken, DecodeError, ExToken, ExTokenBuilder, ExtensionId, InvalidToken, KeyRing,
@@ -22,7 +22,7 @@ use cr_endpoint::ex_token::{
 };
 use cr_endpoint::{ClientConfig, RequestedCapacity, ResumeClient, ResumeServer};
 use quiche::test_utils::{emit_flight, process_flight};
-use quiche_cr_tests::{CLIENT, SERVER, SERVER_NAME};
+use quiche_cr_tests::{resuming_client, wall_start, CLIENT, SERVER, SERVER_NAME};
 
 /// The saved Capacity of the BDP tokens the servers hand out: twice it is
 /// more than the client's base credit, so the credit shows whether the
@@ -35,10 +35,6 @@ const MAX_EXCHANGES: usize = 16;
 
 fn addr(s: &str) -> SocketAddr {
     s.parse().expect("address")
-}
-
-fn wall() -> SystemTime {
-    UNIX_EPOCH + Duration::from_secs(1_767_225_600)
 }
 
 /// Runs the test on quiche's virtual clock, so no timer fires between
@@ -74,7 +70,9 @@ fn token_server(policy: Policy) -> TokenServer<SimRng> {
 /// A BDP token for the client, Requested Capacity equal to Capacity.
 fn bdp_token() -> Vec<u8> {
     let mut tokens = token_server(Policy::Lenient);
-    let set = tokens.new_saved_set(addr(CLIENT), wall()).expect("set");
+    let set = tokens
+        .new_saved_set(addr(CLIENT), wall_start())
+        .expect("set");
     let saved = SavedPath {
         capacity: CAPACITY,
         rtt: Duration::from_millis(100),
@@ -131,23 +129,6 @@ fn exchange(client: &mut quiche::Connection, server: &mut quiche::Connection) {
     }
 }
 
-/// A [`ResumeClient`] connection to a plain quiche server.
-fn connect(client: &mut ResumeClient, id: u8) -> quiche::Connection {
-    let mut config = quiche_cr_tests::config(false, quiche::CongestionControlAlgorithm::CUBIC);
-    client.configure(&mut config).expect("ex_token");
-    let scid = quiche::ConnectionId::from_vec(vec![id; 16]);
-    client
-        .connect(
-            SERVER_NAME,
-            &scid,
-            addr(CLIENT),
-            addr(SERVER),
-            &mut config,
-            wall(),
-        )
-        .expect("connect")
-}
-
 fn accept(config: &mut quiche::Config, id: u8) -> quiche::Connection {
     let scid = quiche::ConnectionId::from_vec(vec![id; 16]);
     quiche::accept(&scid, None, addr(SERVER), addr(CLIENT), config).expect("accept")
@@ -157,7 +138,7 @@ fn accept(config: &mut quiche::Config, id: u8) -> quiche::Connection {
 /// not and sends `tokens` in NEW_TOKEN frames once the handshake is
 /// complete; the client keeps them as its loop would.
 fn receive_tokens(client: &mut ResumeClient, announce: bool, tokens: &[Vec<u8>]) {
-    let mut conn = connect(client, 0x01);
+    let mut conn = resuming_client(client, 0x01);
     let mut server = accept(&mut server_config(announce), 0x02);
     exchange(&mut conn, &mut server);
     assert!(conn.is_established() && server.is_established());
@@ -166,14 +147,14 @@ fn receive_tokens(client: &mut ResumeClient, announce: bool, tokens: &[Vec<u8>])
         server.send_new_token(token).expect("NEW_TOKEN");
     }
     exchange(&mut conn, &mut server);
-    client.on_progress(&mut conn, SERVER_NAME, addr(SERVER), wall());
+    client.on_progress(&mut conn, SERVER_NAME, addr(SERVER), wall_start());
 }
 
 /// What the client's next connection presents: the token of its Initial,
 /// and the connection-level credit the server sees in its transport
 /// parameters.
 fn next_connection(client: &mut ResumeClient) -> (Option<Vec<u8>>, u64) {
-    let mut conn = connect(client, 0x03);
+    let mut conn = resuming_client(client, 0x03);
     let mut flight = emit_flight(&mut conn).expect("an Initial");
     let (mut initial, info) = flight.remove(0);
     let hdr = quiche::Header::from_slice(&mut initial, quiche::MAX_CONN_ID_LEN).expect("header");
@@ -319,7 +300,7 @@ fn present(token: &[u8], policy: Policy, integration: Integration) -> (quiche::C
                     addr(CLIENT),
                     token,
                     &mut config,
-                    wall(),
+                    wall_start(),
                 )
                 .expect("accept");
             process_flight(&mut accepted.conn, flight).ok();
@@ -331,13 +312,13 @@ fn present(token: &[u8], policy: Policy, integration: Integration) -> (quiche::C
             let reply = emit_flight(&mut conn).expect("the server's first flight");
             process_flight(&mut client, reply).expect("the server's first flight");
             let session = server
-                .resume_connection(&mut conn, addr(CLIENT), token, wall())
+                .resume_connection(&mut conn, addr(CLIENT), token, wall_start())
                 .expect("resume_connection");
             (conn, session)
         }
     };
     for _ in 0..2 {
-        server.on_progress(&mut conn, &mut session, wall());
+        server.on_progress(&mut conn, &mut session, wall_start());
         exchange(&mut client, &mut conn);
     }
     let closed = conn.is_closed() || conn.is_draining();

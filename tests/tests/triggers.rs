@@ -17,14 +17,16 @@
 //! (careful_resume.rs). `ECN_CE` cannot occur: quiche 0.30 has no ECN.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use cr_endpoint::ex_token::NoResume;
 use cr_endpoint::{ClientConfig, RequestedCapacity, ResumeClient};
 use quiche::careful_resume::{Phase, SavedState};
 use quiche::test_utils::{create_cid_and_reset_token, emit_flight, process_flight, Pipe};
 use quiche::CongestionControlAlgorithm as Cc;
-use quiche_cr_tests::{opaque_client, opaque_client_at, Harness, QlogSink, SERVER, SERVER_NAME};
+use quiche_cr_tests::{
+    opaque_client, opaque_client_at, resuming_client, Harness, QlogSink, SERVER, SERVER_NAME,
+};
 
 /// The RTT of the path, and of the saved set.
 const RTT: Duration = Duration::from_millis(100);
@@ -42,8 +44,6 @@ const JUMP: u64 = 100 * MSS;
 /// A response that fills the initial window and 34 datagrams more, a third
 /// of the jump window: the server stays Unvalidated once it is sent.
 const RESPONSE: usize = 50_000;
-/// Virtual time when the tests start.
-const WALL: u64 = 1_767_225_600;
 
 /// A datagram the server sent, and the phase Careful Resume was in when the
 /// server sent it.
@@ -628,28 +628,12 @@ fn resume_client(requested: RequestedCapacity) -> ResumeClient {
     })
 }
 
-fn connect(client: &mut ResumeClient, id: u8) -> quiche::Connection {
-    let mut config = quiche_cr_tests::config(false, Cc::CUBIC);
-    client.configure(&mut config).expect("ex_token");
-    let scid = quiche::ConnectionId::from_vec(vec![id; 16]);
-    client
-        .connect(
-            SERVER_NAME,
-            &scid,
-            quiche_cr_tests::CLIENT.parse().expect("address"),
-            SERVER.parse().expect("address"),
-            &mut config,
-            UNIX_EPOCH + Duration::from_secs(WALL),
-        )
-        .expect("connect")
-}
-
 /// A first download by `client` through `harness`, whose tokens the client
 /// keeps.
 fn first_download(harness: &mut Harness, client: &mut ResumeClient) {
-    let conn = connect(client, 1);
+    let conn = resuming_client(client, 1);
     let mut first = harness.download(conn, 2 << 20, |_| false);
-    let wall: SystemTime = UNIX_EPOCH + Duration::from_secs(WALL);
+    let wall = quiche_cr_tests::wall_start();
     client.on_progress(
         &mut first.client,
         SERVER_NAME,
@@ -668,7 +652,7 @@ fn requested_capacity_zero_means_no_resume_through_quiche() {
         let mut client = resume_client(requested);
         first_download(&mut harness, &mut client);
 
-        let second = harness.download(connect(&mut client, 2), 2 << 20, |_| false);
+        let second = harness.download(resuming_client(&mut client, 2), 2 << 20, |_| false);
 
         if resumes {
             assert!(second.server.session.resume.is_ok());
