@@ -296,20 +296,28 @@ fn a_token_sealed_with_a_foreign_key_is_refused_and_the_connection_carries_on() 
 }
 
 #[test]
-fn a_replayed_token_resumes_once() {
+fn a_replayed_token_jumps_at_most_once() {
     let _serial = serial();
     let fixture = Fixture::start();
     let token = fixture.mint(&fixture.key, SystemTime::now());
     let first = present(&fixture, token.clone());
     let replay = present(&fixture, token);
     assert_eq!(first.not_resumed, None, "{first:?}");
-    // Refused: claimed by the first, or superseded by what it measured.
-    assert!(
-        matches!(
-            replay.not_resumed,
-            Some(NoResume::AlreadyInUse | NoResume::Superseded)
-        ),
-        "{replay:?}"
-    );
-    assert!(!replay.phases.iter().any(|(p, _)| *p == Phase::Unvalidated));
+    let jumped = |stats: &ResumeStats| stats.phases.iter().any(|(p, _)| *p == Phase::Unvalidated);
+    if jumped(&first) {
+        // The set was used: claimed by the first, or superseded by what it
+        // measured.
+        assert!(
+            matches!(
+                replay.not_resumed,
+                Some(NoResume::AlreadyInUse | NoResume::Superseded)
+            ),
+            "{replay:?}"
+        );
+        assert!(!jumped(&replay));
+    } else {
+        // The first ended without jumping (on loopback its RTT is usually
+        // below half the saved 1 ms): it released the set for the next.
+        assert_eq!(replay.not_resumed, None, "{replay:?}");
+    }
 }
