@@ -244,6 +244,13 @@ impl SimServer {
             None => Ok(()),
         }
     }
+
+    /// `connection` is dropped (its client moved on to its next
+    /// connection): a saved set it claimed and did not use is released
+    /// ([`ServerSession::on_closed`]).
+    pub fn retire(&self, connection: &mut ServerConnection, now: &Now) {
+        connection.session.on_closed(&self.resume, now.wall);
+    }
 }
 
 /// The saved set a BDP token carries: Capacity and RTT, which a client can

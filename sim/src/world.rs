@@ -450,7 +450,10 @@ impl World {
     /// record; datagrams still in flight for it are dropped on arrival.
     pub fn retire_connection(&mut self, flow: usize) -> Option<ConnectionRecord> {
         let f = self.flows.get_mut(flow)?;
-        let pair = f.pair.take()?;
+        let mut pair = f.pair.take()?;
+        if let Some(server) = pair.server.as_mut() {
+            f.server.retire(server, &self.network.now);
+        }
         self.network
             .wakes
             .retain(|&(f, generation, _), _| (f, generation) != (flow, pair.generation));
