@@ -70,7 +70,8 @@ pub struct ResumeSession {
     /// this is `Ok`, and the jump waits.
     pub resume: Result<SavedParameters, NoResume>,
     /// Set under the strict policy when the token was invalid: the
-    /// connection has been closed with its error code.
+    /// connection is closed with its error code (as soon as the server has
+    /// sent its first flight: before that quiche would send nothing).
     pub rejected: Option<TokenRejected>,
     address_token_sent: bool,
     /// The saved set of this connection's own measurements, drawn (and
@@ -216,9 +217,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             Ok(validation) => validation,
             Err(rejected) => {
                 log::debug!("{peer}: token rejected, connection closed: {rejected}");
-                let reason = rejected.reason.to_string();
-                conn.close(false, rejected.error_code, reason.as_bytes())
-                    .or_else(ignore_done)?;
+                close_rejected(conn, &rejected)?;
                 let why = NoResume::Invalid(rejected.reason);
                 self.metrics.on_accept(token_presented, false);
                 self.metrics.on_refusal(&why);
@@ -436,6 +435,12 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         session: &mut ResumeSession,
         now: SystemTime,
     ) {
+        if let Some(rejected) = &session.rejected {
+            // Tokens and Careful Resume are over for it; only the close
+            // held until the server's first flight is left.
+            close_rejected(conn, rejected).ok();
+            return;
+        }
         self.start_claim(conn, session, now);
         self.poll_claim(conn, session);
         self.count_phases(conn, session, now);
@@ -528,6 +533,23 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             }
         }
     }
+}
+
+/// Closes a connection whose token the strict policy rejected, with the
+/// token's error code. quiche sends a close only once the server has sent
+/// its first flight (a close before that leaves nothing on the wire), so
+/// until then the close is held: [`ResumeServer::on_progress`] calls this
+/// again after each send.
+fn close_rejected<F: BufFactory>(
+    conn: &mut quiche::Connection<F>,
+    rejected: &TokenRejected,
+) -> Result<(), quiche::Error> {
+    if conn.stats().sent == 0 || conn.local_error().is_some() {
+        return Ok(());
+    }
+    let reason = rejected.reason.to_string();
+    conn.close(false, rejected.error_code, reason.as_bytes())
+        .or_else(ignore_done)
 }
 
 fn ignore_done(e: quiche::Error) -> Result<(), quiche::Error> {

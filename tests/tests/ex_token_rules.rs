@@ -369,7 +369,6 @@ fn a_strict_server_closes_on_a_malformed_token_with_the_drafts_error_code() {
 }
 
 #[test]
-#[ignore = "ResumeServer::accept closes before the Initial is processed: nothing reaches the client"]
 fn a_strict_server_closes_on_the_wire_when_the_token_comes_through_accept() {
     strict_close_on_the_wire(Integration::Accept);
 }
