@@ -135,7 +135,6 @@ fn every_unvalidated_packet_leaves_paced_on_the_current_rtt_with_no_burst_above_
 }
 
 #[test]
-#[ignore = "quiche's glue (patches 0004, 0008) releases the packet that fills the jump window in its predecessor's slot"]
 fn the_packet_that_fills_the_jump_window_is_paced_too() {
     let jump = Jump::of(&Scenario::default());
     jump.assert_paced(jump.last);
