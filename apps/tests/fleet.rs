@@ -147,6 +147,47 @@ fn a_token_from_one_server_resumes_on_another_and_a_set_resumes_once() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// RFC 9959's one saved set per Remote Endpoint across a fleet: a client
+/// that kept the tokens of two earlier connections (each made without a
+/// token, so each measured a set of its own) presents both at once, to two
+/// servers sharing one Redis: one connection resumes, the other's set is
+/// superseded by the newer.
+#[test]
+fn two_sets_of_one_network_presented_to_two_servers_at_once_resume_one_connection() {
+    let redis = RedisServer::start();
+    let dir = scratch("two-sets");
+    let keys = dir.join("fleet.key");
+    let a = start_server(&keys, &redis.url());
+    let b = start_server(&keys, &redis.url());
+    let to_a = relay("127.0.0.1:0".parse().unwrap(), a.addr);
+    let to_b = relay("127.0.0.1:0".parse().unwrap(), b.addr);
+
+    let (older, newer) = (dir.join("older.json"), dir.join("newer.json"));
+    fetch(to_a.local_addr(), &older);
+    assert!(next_line(&a).contains("cr=off: no token"));
+    fetch(to_a.local_addr(), &newer);
+    assert!(next_line(&a).contains("cr=off: no token"));
+
+    // The older token goes to server B, the newer to server A, at once.
+    let older_at_b = dir.join("older-at-b.json");
+    copy_tokens(&older, &older_at_b, to_a.local_addr(), to_b.local_addr());
+    std::thread::scope(|s| {
+        s.spawn(|| fetch(to_b.local_addr(), &older_at_b));
+        s.spawn(|| fetch(to_a.local_addr(), &newer));
+    });
+    let (line_a, line_b) = (next_line(&a), next_line(&b));
+    assert!(
+        resumed(&line_a) && line_a.contains("cr=engaged"),
+        "{line_a}"
+    );
+    assert!(
+        line_b.contains("cr=off: a newer saved capacity supersedes it"),
+        "{line_b}"
+    );
+    drop((to_a, to_b));
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn a_restarted_redis_with_its_append_only_file_still_refuses_a_replay() {
     let mut redis = RedisServer::start_with(RedisServerOptions { appendonly: true });
