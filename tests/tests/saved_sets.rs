@@ -64,14 +64,11 @@ fn a_retreated_set_never_jumps_again() {
 
     // The resumed connection's jump meets loss: Safe Retreat, and the set
     // is revoked.
-    let mut unvalidated_sent = 0;
-    let retreated = harness.download(opaque_client(Some(&original), 2), SIZE, |server| {
-        let unvalidated = server
-            .careful_resume()
-            .is_some_and(|r| r.phase() == Phase::Unvalidated);
-        unvalidated_sent += u32::from(unvalidated);
-        unvalidated && unvalidated_sent == 5
-    });
+    let retreated = harness.download(
+        opaque_client(Some(&original), 2),
+        SIZE,
+        lose_fifth_unvalidated(),
+    );
     let phases: Vec<Phase> = retreated
         .server
         .conn
@@ -103,6 +100,63 @@ fn a_retreated_set_never_jumps_again() {
                 Err(NoResume::Revoked | NoResume::Superseded)
             ),
             "{:?}",
+            again.server.session.resume
+        );
+    }
+    assert_eq!(harness.metrics().jumps, 1);
+}
+
+/// The loss that sends a resumed connection into Safe Retreat: the fifth
+/// packet it sends while Unvalidated.
+fn lose_fifth_unvalidated() -> impl FnMut(&quiche::Connection) -> bool {
+    let mut unvalidated_sent = 0;
+    move |server| {
+        let unvalidated = server
+            .careful_resume()
+            .is_some_and(|r| r.phase() == Phase::Unvalidated);
+        unvalidated_sent += u32::from(unvalidated);
+        unvalidated && unvalidated_sent == 5
+    }
+}
+
+#[test]
+fn a_retreat_revokes_the_tokens_a_predecessor_handed_on() {
+    let mut harness = Harness::new(Cc::CUBIC, RTT);
+    let original = newest(&mut harness.download(opaque_client(None, 1), SIZE, |_| false));
+
+    // A short connection measures less and hands the same set on.
+    let mut short = harness.download(opaque_client(Some(&original), 2), SHORT, |_| false);
+    assert!(!jumped(&short));
+    harness.close(&mut short.server);
+    let handed_on = newest(&mut short);
+    assert_ne!(handed_on, original, "a token of its own");
+
+    // The next connection jumps on the handed-on token and meets loss.
+    let retreated = harness.download(
+        opaque_client(Some(&handed_on), 3),
+        SIZE,
+        lose_fifth_unvalidated(),
+    );
+    assert!(jumped(&retreated));
+    assert!(retreated
+        .server
+        .conn
+        .careful_resume()
+        .expect("resumed")
+        .history()
+        .iter()
+        .any(|&(phase, _)| phase == Phase::SafeRetreat));
+
+    // Neither token of the set jumps again, however the client presents it.
+    for (id, token) in [(4, &original), (5, &handed_on)] {
+        let again = harness.download(opaque_client(Some(token), id), SIZE, |_| false);
+        assert!(!jumped(&again), "connection {id} jumped");
+        assert!(
+            matches!(
+                again.server.session.resume,
+                Err(NoResume::Revoked | NoResume::Superseded)
+            ),
+            "connection {id}: {:?}",
             again.server.session.resume
         );
     }
