@@ -452,6 +452,32 @@ impl CarefulResume {
             .any(|&(phase, _)| phase == Phase::Unvalidated)
     }
 
+    /// While in Reconnaissance, how much data the application may queue
+    /// ahead of the jump: the jump window. The sender still sends no more
+    /// than its window allows; what waits in the connection's buffers fills
+    /// the jump the moment it is made (when a packet fills the initial
+    /// window, or when the guard grants the claim), whatever order the
+    /// application's loop writes and sends in. `None` in every other phase.
+    pub fn queue_window(&self) -> Option<usize> {
+        (self.is_active() && self.phase == Phase::Reconnaissance).then_some(self.jump_window)
+    }
+
+    /// Bytes sent while Unvalidated: how much of the jump the sender used.
+    pub fn unvalidated_sent(&self) -> usize {
+        self.unvalidated_sent
+    }
+
+    /// Whether the jump went largely unused: Unvalidated is over and the
+    /// sender sent less than half of what the jump opened (the jump window
+    /// less the flight it jumped from). The application had no more data
+    /// for it, or did not write it in time; either way the connection went
+    /// on from a small window and gained little from its saved set.
+    pub fn jump_unused(&self) -> bool {
+        let over = self.jumped() && self.phase != Phase::Unvalidated;
+        let opened = self.jump_window.saturating_sub(self.pipesize_at_jump);
+        over && self.unvalidated_sent < opened / 2
+    }
+
     /// Whether the saved set must be deleted and never used again.
     pub fn saved_set_consumed(&self) -> bool {
         self.saved_set_consumed

@@ -891,3 +891,61 @@ fn phase_and_trigger_names_match_qlog() {
         assert_eq!(trigger.as_str(), name);
     }
 }
+
+#[test]
+fn the_application_may_queue_up_to_the_jump_window_until_the_jump() {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    cr.await_claim();
+    // Before the RTT sample, while the claim is pending, at the jump: the
+    // application may queue what the jump will carry.
+    assert_eq!(cr.queue_window(), Some(pkts(100)));
+    assert_eq!(ready_to_jump(&mut cr, &clock), None);
+    assert_eq!(cr.queue_window(), Some(pkts(100)));
+    cr.on_claim(true, pkts(10), pkts(10), clock.at(102))
+        .expect("the jump");
+    // Jumped: the window itself now allows it.
+    assert_eq!(cr.queue_window(), None);
+
+    let mut refused = CarefulResume::new(config(), saved(200));
+    refused.await_claim();
+    refused.on_claim(false, pkts(10), 0, clock.at(50));
+    assert_eq!(refused.queue_window(), None);
+}
+
+#[test]
+fn a_jump_is_unused_when_less_than_half_of_what_it_opened_was_sent() {
+    let clock = Clock::new();
+    // Jumped at a flight of 10 datagrams to 100: 90 opened.
+    let mut scant = jumped(200, &clock);
+    send_quietly(&mut scant, 10..=12, pkts(10), clock.at(110));
+    assert!(!scant.jump_unused(), "not before Unvalidated is over");
+    scant.on_ack(&ack(Some(10), pkts(11), pkts(2), RTT, clock.at(201)));
+    assert_eq!(scant.unvalidated_sent(), pkts(3));
+    assert!(scant.jump_unused());
+
+    // 44 of 90 sent when the RTT is exceeded: unused; 45: used.
+    for (last_pn, unused) in [(53, true), (54, false)] {
+        let mut cr = jumped(200, &clock);
+        send_quietly(&mut cr, 10..=last_pn, pkts(10), clock.at(150));
+        assert_change(
+            cr.on_ack(&ack(
+                Some(5),
+                pkts(6),
+                pkts(last_pn as usize - 5),
+                RTT,
+                clock.at(202),
+            )),
+            Phase::Unvalidated,
+            Phase::Validating,
+            Trigger::RttExceeded,
+        );
+        assert_eq!(cr.jump_unused(), unused, "sent up to pn {last_pn}");
+    }
+
+    let mut filled = jumped(200, &clock);
+    send_quietly(&mut filled, 10..=98, pkts(10), clock.at(110));
+    filled.on_packet_sent(&sent(99, pkts(100), true, clock.at(110)));
+    assert_eq!(filled.phase(), Phase::Validating);
+    assert!(!filled.jump_unused());
+}
