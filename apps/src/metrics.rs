@@ -7,7 +7,7 @@
 //! `cr_tokens_presented`, `cr_addresses_validated`,
 //! `cr_tokens_minted{kind="address"|"bdp"}`, `cr_resumes_refused{reason}`
 //! (see [`cr_endpoint::Refusal`]), `cr_resumes_granted`, `cr_jumps`,
-//! `cr_jumps_validated`, `cr_jumps_retreated`.
+//! `cr_jumps_validated`, `cr_jumps_unused`, `cr_jumps_retreated`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,7 +28,7 @@ struct Counters(Arc<ServerMetrics>);
 impl Collector for Counters {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s: MetricsSnapshot = self.0.snapshot();
-        let single: [(&str, &str, u64); 7] = [
+        let single: [(&str, &str, u64); 8] = [
             ("cr_connections", "Connections accepted", s.connections),
             (
                 "cr_tokens_presented",
@@ -50,6 +50,11 @@ impl Collector for Counters {
                 "cr_jumps_validated",
                 "Careful Resume jumps the path validated",
                 s.jumps_validated,
+            ),
+            (
+                "cr_jumps_unused",
+                "Careful Resume jumps that sent less than half of what they opened",
+                s.jumps_unused,
             ),
             (
                 "cr_jumps_retreated",

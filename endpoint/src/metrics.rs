@@ -113,6 +113,7 @@ pub struct ServerMetrics {
     resumes_granted: AtomicU64,
     jumps: AtomicU64,
     jumps_validated: AtomicU64,
+    jumps_unused: AtomicU64,
     retreats: AtomicU64,
 }
 
@@ -139,6 +140,12 @@ pub struct MetricsSnapshot {
     /// Jumps the path validated (Validating ended with the last unvalidated
     /// packet acknowledged).
     pub jumps_validated: u64,
+    /// Jumps that went largely unused: Unvalidated ended with less than
+    /// half of what the jump opened sent (see
+    /// [`careful_resume::CarefulResume::jump_unused`]). Many of them with
+    /// large responses mean the server loop does not write to its streams
+    /// where the docs say.
+    pub jumps_unused: u64,
     /// Jumps that met congestion and retreated (Safe Retreat).
     pub retreats: u64,
 }
@@ -164,6 +171,7 @@ impl ServerMetrics {
             resumes_granted: read(&self.resumes_granted),
             jumps: read(&self.jumps),
             jumps_validated: read(&self.jumps_validated),
+            jumps_unused: read(&self.jumps_unused),
             retreats: read(&self.retreats),
         }
     }
@@ -202,6 +210,10 @@ impl ServerMetrics {
 
     pub(crate) fn on_jump_validated(&self) {
         add(&self.jumps_validated);
+    }
+
+    pub(crate) fn on_jump_unused(&self) {
+        add(&self.jumps_unused);
     }
 
     pub(crate) fn on_retreat(&self) {

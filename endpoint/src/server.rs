@@ -90,6 +90,8 @@ pub struct ResumeSession {
     pub(crate) bdp_tokens_sent: u32,
     /// Phase changes already counted in the server's metrics.
     phases_counted: usize,
+    /// Whether an unused jump was counted and logged.
+    jump_unused_reported: bool,
 }
 
 impl ResumeSession {
@@ -114,6 +116,7 @@ impl ResumeSession {
             saved_for_next: None,
             bdp_tokens_sent: 0,
             phases_counted: 0,
+            jump_unused_reported: false,
         }
     }
 
@@ -392,6 +395,18 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             }
         }
         session.phases_counted = history.len();
+        if resume.jump_unused() && !session.jump_unused_reported {
+            session.jump_unused_reported = true;
+            self.metrics.on_jump_unused();
+            log::info!(
+                "{}: Careful Resume jump went unused: {} of the {} B it opened were sent \
+                 while unvalidated (a response smaller than the jump, or stream data \
+                 written too late: see the server loop in cr_endpoint's docs)",
+                session.peer,
+                resume.unvalidated_sent(),
+                resume.jump_window(),
+            );
+        }
     }
 
     fn resume<F: BufFactory>(

@@ -26,6 +26,11 @@ pub struct ResumeStats {
     pub phases: Vec<(Phase, Trigger)>,
     /// The window jumped to, in bytes, if the connection jumped.
     pub jump_window: Option<usize>,
+    /// Whether the jump went largely unused (less than half of what it
+    /// opened was sent while Unvalidated): the response was smaller than
+    /// the jump, or the application did not write in time; see
+    /// [`careful_resume::CarefulResume::jump_unused`].
+    pub jump_unused: bool,
     /// The capacity, in bytes, of the last BDP token sent: what the next
     /// connection will resume from.
     pub saved_for_next: Option<u64>,
@@ -47,6 +52,7 @@ impl ResumeSession {
             not_resumed: self.resume.err(),
             phases,
             jump_window,
+            jump_unused: resume.is_some_and(|r| r.jump_unused()),
             saved_for_next: self.saved_for_next,
             bdp_tokens_sent: self.bdp_tokens_sent,
         }

@@ -66,6 +66,7 @@ fn the_counters_tell_what_each_connection_did() {
         Some(&(Phase::Normal, Trigger::LastUnvalidatedPacketAcknowledged))
     );
     assert_eq!(stats.jump_window, Some(presented.saved_cwnd as usize / 2));
+    assert!(!stats.jump_unused);
     assert_eq!(stats.saved_for_next, capacities.last().copied());
     assert_eq!(stats.bdp_tokens_sent as usize, capacities.len());
 
@@ -134,7 +135,22 @@ fn the_counters_tell_what_each_connection_did() {
             resumes_granted: 2,
             jumps: 2,
             jumps_validated: 1,
+            jumps_unused: 0,
             retreats: 1,
         }
     );
+}
+
+#[test]
+fn a_jump_the_response_could_not_fill_is_reported_unused() {
+    let mut harness = Harness::new(Cc::CUBIC, RTT);
+    let (_, _, token) = tokens(&mut harness.download(opaque_client(None, 1), SIZE, |_| false));
+
+    // 64 KiB after the initial window: far less than half of the jump.
+    let small = harness.download(opaque_client(Some(&token), 2), 64 * 1024, |_| false);
+    let stats = small.server.stats();
+    assert!(stats.jump_window.is_some_and(|w| w > 4 * 64 * 1024));
+    assert!(stats.jump_unused, "{:?}", stats.phases);
+    let metrics = harness.metrics();
+    assert_eq!((metrics.jumps, metrics.jumps_unused), (1, 1));
 }
