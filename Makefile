@@ -22,9 +22,10 @@ setup-fuzz:
 setup-test:
 	@scripts/test-setup-deps.sh
 
-## quiche: materialise quiche/patched/ (pinned release + quiche/patches/); idempotent
+## quiche: materialise quiche/patched/ (pinned release + quiche/patches/) and upstream's examples with Careful Resume (endpoint/examples/*.diff); idempotent
 quiche:
 	@$(FORK) materialise
+	@scripts/upstream-examples.sh materialise
 
 ## quiche-export: write quiche/patched/'s commits back to quiche/patches/
 quiche-export:

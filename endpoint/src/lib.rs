@@ -51,7 +51,7 @@ mod stats;
 pub use client::{announced_ex_token, ClientConfig, RequestedCapacity, ResumeClient};
 pub use error::Error;
 pub use metrics::{MetricsSnapshot, Refusal, ServerMetrics};
-pub use server::{Accepted, ResumeServer, ResumeSession, ServerConfig};
+pub use server::{Accepted, ResumeConfig, ResumeServer, ResumeSession};
 pub use stats::ResumeStats;
 
 /// A one-user-per-set guard every connection of a server can share, across

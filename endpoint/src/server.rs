@@ -8,8 +8,8 @@ use careful_resume::{InitialData, Phase, SavedState, Trigger};
 use quiche::BufFactory;
 
 use ex_token::{
-    Claim, ClaimOutcome, MemoryGuard, NoResume, Rng, SavedParameters, SavedPath, SavedSet,
-    SystemRng, TokenGuard, TokenRejected, TokenServer,
+    Claim, ClaimOutcome, ExToken, KeyRing, MemoryGuard, NoResume, Rng, SavedParameters, SavedPath,
+    SavedSet, SystemRng, TokenGuard, TokenKey, TokenRejected, TokenServer,
 };
 
 use crate::metrics::ServerMetrics;
@@ -20,7 +20,7 @@ use crate::Error;
 /// token server's settings ([`ex_token::ServerConfig`]), since validating a
 /// token needs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ServerConfig {
+pub struct ResumeConfig {
     /// Lifetime of a plain address validation token, sent once the handshake
     /// completes so even short connections leave the client a token.
     pub address_token_lifetime: Duration,
@@ -30,9 +30,9 @@ pub struct ServerConfig {
     pub initial_data: InitialData,
 }
 
-impl Default for ServerConfig {
+impl Default for ResumeConfig {
     fn default() -> Self {
-        ServerConfig {
+        ResumeConfig {
             address_token_lifetime: Duration::from_secs(24 * 3600),
             max_jump: None,
             initial_data: InitialData::default(),
@@ -150,14 +150,33 @@ enum ClaimState {
 pub struct ResumeServer<R: Rng = SystemRng, G: TokenGuard = MemoryGuard> {
     tokens: TokenServer<R>,
     guard: G,
-    config: ServerConfig,
+    config: ResumeConfig,
     metrics: Arc<ServerMetrics>,
+}
+
+impl ResumeServer {
+    /// The common case in one call: tokens sealed with `keys`, saved sets
+    /// kept in this process ([`MemoryGuard`]), default settings. Several
+    /// servers that share their clients share a key ring (see
+    /// [`ex_token::KeyRing`]) and a guard ([`ResumeServer::new`] with
+    /// `cr_guard_redis::RedisGuard`).
+    pub fn with_keys(keys: KeyRing) -> Self {
+        let tokens = TokenServer::new(keys, SystemRng::new(), Default::default());
+        ResumeServer::new(tokens, MemoryGuard::default(), ResumeConfig::default())
+    }
+
+    /// [`ResumeServer::with_keys`] with a key drawn now: tokens are valid
+    /// until the process ends, which suits one server that restarts rarely.
+    pub fn with_generated_key() -> Result<Self, Error> {
+        let key = TokenKey::generate(1, &mut SystemRng::new())?;
+        Ok(ResumeServer::with_keys(KeyRing::new(key)))
+    }
 }
 
 impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     /// A server minting and validating with `tokens`, checking saved sets
     /// against `guard`.
-    pub fn new(tokens: TokenServer<R>, guard: G, config: ServerConfig) -> Self {
+    pub fn new(tokens: TokenServer<R>, guard: G, config: ResumeConfig) -> Self {
         ResumeServer {
             tokens,
             guard,
@@ -181,6 +200,17 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     pub fn configure(&self, config: &mut quiche::Config) -> Result<(), Error> {
         config.set_ex_token(ex_token::TP_EX_TOKEN, ex_token::EX_TOKEN_ENABLED)?;
         Ok(())
+    }
+
+    /// Whether `token` is an extensible token, the kind this server sends
+    /// with NEW_TOKEN (valid or not: [`ResumeServer::accept`] decides), as
+    /// opposed to a Retry token of the application's own. A server doing
+    /// stateless Retry keeps it for clients without a token, checks its
+    /// Retry tokens as before, and accepts an Initial whose token this
+    /// recognises without a Retry: the token validates the address (RFC
+    /// 9000, Section 8.1.3).
+    pub fn recognizes(&self, token: &[u8]) -> bool {
+        ExToken::decode(token).is_ok()
     }
 
     /// Accepts a connection whose Initial carried `token` (empty when none),

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cr_endpoint::ex_token::{KeyRing, MemoryGuard, SimRng, TokenGuard, TokenKey, TokenServer};
-use cr_endpoint::{Accepted, ResumeClient, ResumeServer, ServerConfig};
+use cr_endpoint::{Accepted, ResumeClient, ResumeConfig, ResumeServer};
 
 /// The client's address.
 pub const CLIENT: &str = "192.0.2.10:4433";
@@ -146,7 +146,7 @@ impl<G: TokenGuard> Harness<G> {
         let mut rng = SimRng::new(7);
         let key = TokenKey::generate(1, &mut rng).expect("key");
         let tokens = TokenServer::new(KeyRing::new(key), rng, Default::default());
-        let server = ResumeServer::new(tokens, guard, ServerConfig::default());
+        let server = ResumeServer::new(tokens, guard, ResumeConfig::default());
         let mut server_config = config(true, cc);
         server.configure(&mut server_config).expect("ex_token");
         quiche::seeded_random::seed(11);

@@ -278,7 +278,7 @@ fn present(token: &[u8], policy: Policy, integration: Integration) -> (quiche::C
     let mut server = ResumeServer::new(
         token_server(policy),
         MemoryGuard::new(16),
-        cr_endpoint::ServerConfig::default(),
+        cr_endpoint::ResumeConfig::default(),
     );
     let mut config = server_config(false);
     server.configure(&mut config).expect("ex_token");

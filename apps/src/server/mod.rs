@@ -166,7 +166,7 @@ impl Server {
     pub fn bind(options: ServerOptions) -> Result<Server, AppError> {
         let mut config = quiche_config(&options)?;
         let tokens = TokenServer::new(options.token_keys, SystemRng::new(), Default::default());
-        let resume_config = cr_endpoint::ServerConfig {
+        let resume_config = cr_endpoint::ResumeConfig {
             max_jump: options.max_jump,
             ..Default::default()
         };
