@@ -2,8 +2,9 @@
 
 use std::fmt;
 
-/// What can go wrong setting up a connection.
+/// What can go wrong setting up a server or a connection.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// quiche refused the operation.
     Quiche(quiche::Error),

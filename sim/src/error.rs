@@ -56,6 +56,7 @@ impl From<cr_endpoint::Error> for SimError {
     fn from(e: cr_endpoint::Error) -> Self {
         match e {
             cr_endpoint::Error::Quiche(e) => SimError::Quiche(e),
+            other => SimError::Setup(other.to_string()),
         }
     }
 }
