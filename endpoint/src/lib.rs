@@ -17,30 +17,75 @@
 //!   connection to the same server, can lower the Requested Capacity or opt
 //!   out, and grants enough flow-control credit for the resumed window.
 //!
-//! A server's loop then looks like this (socket handling elided):
+//! # Adding Careful Resume to a quiche server, in order
+//!
+//! 1. **Keys.** Tokens are sealed with a [`TokenKey`] held in a [`KeyRing`]
+//!    (the current key first, older ones still opening what they sealed).
+//!    Servers that share clients share the ring; one server may draw a key
+//!    at start-up.
+//! 2. **Guard.** RFC 9959 lets one connection at a time use a saved set,
+//!    one set per Remote Endpoint, never again after a Safe Retreat: a
+//!    [`TokenGuard`] keeps that record. [`MemoryGuard`] keeps it in the
+//!    process; `cr_guard_redis::RedisGuard` in a Redis a fleet shares.
+//! 3. **Token server.** [`TokenServer`] mints and validates tokens with the
+//!    keys ([`ex_token::ServerConfig`]: lifetimes, client networks, site).
+//!    The common case, a key and the in-process guard, is one call:
+//!    [`ResumeServer::with_keys`] or [`ResumeServer::with_generated_key`];
+//!    otherwise [`ResumeServer::new`] takes the three parts.
+//! 4. **Accept.** [`ResumeServer::configure`] announces extensible tokens
+//!    in your `quiche::Config`. For each new connection, call
+//!    [`ResumeServer::accept`] instead of `quiche::accept()`, with the token
+//!    of the client's Initial. A server doing stateless Retry keeps it for
+//!    clients without a token and accepts without Retry an Initial whose
+//!    token [`ResumeServer::recognizes`] (it validates the address).
+//!    Keep the [`ResumeSession`] beside the connection.
+//! 5. **The loop.** One call, in one place: [`ResumeServer::on_progress`]
+//!    after each `recv()` (before you write to streams; after `send()` and
+//!    `on_timeout()` it does no harm). It claims the saved set once the
+//!    handshake is complete and sends the client its tokens. While the
+//!    jump is to come, quiche lets you queue what it will carry, so the
+//!    usual order (`recv`, write to the writable streams, `send` until
+//!    `Done`) fills it. With a guard across the network, the claim's answer
+//!    comes later: while [`ResumeSession::claim_pending`], call
+//!    [`ResumeServer::poll_claim`] when the loop wakes (within a millisecond
+//!    or so), then `send`. When you drop a connection, call
+//!    [`ResumeServer::on_closed`]. Send each packet at the time quiche
+//!    gives (`SendInfo::at`): RFC 9959 paces the jump.
+//! 6. **What it did.** Per connection, [`Accepted::stats`] (or
+//!    [`ResumeSession::stats`]) gives a [`ResumeStats`]; server-wide,
+//!    [`ResumeServer::metrics`] counts tokens, refusals by [`Refusal`],
+//!    jumps, validations, retreats and jumps that went unused
+//!    ([`MetricsSnapshot::jumps_unused`]: the response was smaller than the
+//!    jump, or stream data was written too late).
 //!
 //! ```no_run
 //! # fn demo(
-//! #     server: &mut cr_endpoint::ResumeServer,
 //! #     config: &mut quiche::Config,
 //! #     initial: &mut [u8],
 //! #     local: std::net::SocketAddr,
 //! #     peer: std::net::SocketAddr,
 //! # ) -> Result<(), cr_endpoint::Error> {
+//! use std::time::SystemTime;
+//!
+//! let mut server = cr_endpoint::ResumeServer::with_generated_key()?;
+//! server.configure(config)?;
+//!
 //! let hdr = quiche::Header::from_slice(initial, quiche::MAX_CONN_ID_LEN)?;
 //! let scid = quiche::ConnectionId::from_ref(&[0xab; 16]);
-//! let now = std::time::SystemTime::now();
 //! let token = hdr.token.as_deref().unwrap_or_default();
-//! let mut accepted = server.accept(&scid, None, local, peer, token, config, now)?;
-//! // ... recv / send / on_timeout on accepted.conn, and after each of them
-//! // (after a recv: before writing to streams, so a jump is filled):
-//! server.on_progress(&mut accepted.conn, &mut accepted.session, std::time::SystemTime::now());
-//! // ... while accepted.session.claim_pending(), poll within a millisecond:
-//! server.poll_claim(&mut accepted.conn, &mut accepted.session);
-//! // ... when the connection is dropped:
-//! server.on_closed(&mut accepted.conn, &mut accepted.session, std::time::SystemTime::now());
+//! let mut accepted = server.accept(&scid, None, local, peer, token, config, SystemTime::now())?;
+//!
+//! // The loop: after each recv, before writing to streams.
+//! server.on_progress(&mut accepted.conn, &mut accepted.session, SystemTime::now());
+//! // ... and when the connection is dropped:
+//! server.on_closed(&mut accepted.conn, &mut accepted.session, SystemTime::now());
+//! println!("{:?}", accepted.stats());
 //! # Ok(()) }
 //! ```
+//!
+//! `endpoint/examples/http3-server-cr.diff` applies this to upstream
+//! quiche's `examples/http3-server.rs` in 21 added and 4 removed lines
+//! (`make quiche` writes the result to `endpoint/examples/`).
 
 mod client;
 mod error;
@@ -60,3 +105,10 @@ pub type SharedGuard = std::sync::Arc<dyn ex_token::TokenGuard + Send + Sync>;
 
 pub use careful_resume;
 pub use ex_token;
+
+// What a server needs from `ex_token` to build a `ResumeServer` and read
+// what it reports, inlined so that these docs are all a server needs.
+#[doc(inline)]
+pub use ex_token::{
+    KeyRing, MemoryGuard, NoResume, SavedParameters, SystemRng, TokenGuard, TokenKey, TokenServer,
+};
