@@ -119,6 +119,21 @@ pub struct Download {
     pub trace: qlog_cr::Trace,
 }
 
+/// The order in which the server's loop calls quiche and cr-endpoint:
+/// servers differ, and Careful Resume must not depend on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerLoop {
+    /// `on_progress` after each recv and after sending; stream data
+    /// written before each packet sent (the jump finds data at once).
+    Interleaved,
+    /// Upstream quiche's examples: `on_progress` after each recv, one
+    /// write of what the stream takes, then send until done.
+    WriteThenSend,
+    /// A misplaced call: `on_progress` only after sending, one write after
+    /// each recv.
+    ProgressAfterSendOnly,
+}
+
 /// A quiche-cr server that outlives its connections, and the virtual clock.
 pub struct Harness<G: TokenGuard = MemoryGuard> {
     server: ResumeServer<SimRng, G>,
@@ -130,6 +145,9 @@ pub struct Harness<G: TokenGuard = MemoryGuard> {
     /// The address the client's datagrams come from ([`CLIENT`] unless
     /// changed).
     pub client: SocketAddr,
+    /// The server loop's order of calls ([`ServerLoop::Interleaved`]
+    /// unless changed).
+    pub server_loop: ServerLoop,
 }
 
 impl Harness {
@@ -157,6 +175,7 @@ impl<G: TokenGuard> Harness<G> {
             wall: wall_start(),
             one_way: rtt / 2,
             client: CLIENT.parse().expect("address"),
+            server_loop: ServerLoop::Interleaved,
         }
     }
 
@@ -278,7 +297,8 @@ impl<G: TokenGuard> Harness<G> {
             }
             // Housekeeping after receiving, as a server's loop does: the
             // claim of a saved set starts once the handshake is complete.
-            if let Some(accepted) = server.as_mut() {
+            let progress_after_recv = self.server_loop != ServerLoop::ProgressAfterSendOnly;
+            if let Some(accepted) = server.as_mut().filter(|_| progress_after_recv) {
                 self.server
                     .on_progress(&mut accepted.conn, &mut accepted.session, self.wall);
             }
@@ -291,10 +311,15 @@ impl<G: TokenGuard> Harness<G> {
                 if conn.stream_readable(0) {
                     while conn.stream_recv(0, &mut buf).is_ok() {}
                 }
-                // Write the body as the window allows, one packet at a time:
-                // the window can open on a packet sent (a jump).
+                // Write the body as the window allows, one packet at a time
+                // (the window can open on a packet sent: a jump), or once
+                // before sending, as upstream's loop does.
+                let interleaved = self.server_loop == ServerLoop::Interleaved;
+                if !interleaved && requested && written < size {
+                    written += conn.stream_send(0, &body[written..], true).unwrap_or(0);
+                }
                 loop {
-                    if requested && written < size {
+                    if interleaved && requested && written < size {
                         written += conn.stream_send(0, &body[written..], true).unwrap_or(0);
                     }
                     let Ok((len, _)) = conn.send(&mut buf) else {
