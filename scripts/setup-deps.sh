@@ -73,6 +73,32 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
+# `setup-deps.sh browser`: the above, plus Debian's chromium and chromium-driver (chromedriver)
+# for `make interop-browser`, which drives an unmodified headless Chromium. The binaries are what
+# count, not the package names: a Chromium installed otherwise will do.
+if [ "${1:-}" = browser ]; then
+    browser_missing=()
+    command -v chromium >/dev/null || browser_missing+=(chromium)
+    command -v chromedriver >/dev/null || browser_missing+=(chromium-driver)
+    if [ ${#browser_missing[@]} -gt 0 ]; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+            echo "setup: installing ${browser_missing[*]} with apt-get (for make interop-browser)" >&2
+            apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                "${browser_missing[@]}" >/dev/null
+        else
+            echo "setup: missing system packages: ${browser_missing[*]}" >&2
+            echo "setup: install them (e.g. sudo apt-get install ${browser_missing[*]}) and run" \
+                "make interop-browser again" >&2
+            exit 1
+        fi
+    fi
+    for binary in chromium chromedriver; do
+        command -v "$binary" >/dev/null || { echo "setup: no $binary after installing" >&2; exit 1; }
+    done
+    exit 0
+fi
+
 [ "${1:-}" = fuzz ] || exit 0
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
