@@ -87,3 +87,18 @@ fuzz: setup-fuzz
 ## fuzz-seeds: rewrite the committed seed corpus (fuzz/seeds/) after a format change
 fuzz-seeds: setup-fuzz
 	cd fuzz && $(CARGO) +nightly run --example write_seeds
+
+## coverage: line coverage of our crates over every workspace test (cargo-tarpaulin's LLVM engine, built in target/coverage/): a table per crate, the HTML report in target/coverage/report/ (not part of make test)
+.PHONY: coverage mutants setup-coverage setup-mutants
+setup-coverage:
+	@scripts/setup-deps.sh coverage
+
+coverage: setup-coverage quiche
+	@scripts/coverage.sh
+
+## mutants: mutation testing (cargo-mutants) of careful-resume, ex-token and the guards; caught, missed and timed-out mutants per crate, exclusions in .cargo/mutants.toml (not part of make test)
+setup-mutants:
+	@scripts/setup-deps.sh mutants
+
+mutants: setup-mutants
+	@scripts/mutants.sh

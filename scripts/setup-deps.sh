@@ -7,14 +7,20 @@
 #                          which the Redis guard's tests (guard-redis/) start on loopback
 #   setup-deps.sh fuzz     the above, plus a nightly toolchain and cargo-fuzz (installed from
 #                          crates.io, pinned, when missing)
+#   setup-deps.sh coverage the first, plus cargo-tarpaulin (crates.io, pinned, when missing) for
+#                          `make coverage`
+#   setup-deps.sh mutants  the first, plus cargo-mutants (crates.io, pinned, when missing) for
+#                          `make mutants`
 #
 # Testable without touching the system (scripts/test-setup-deps.sh does): SETUP_ROOT prefixes
 # every directory searched for libclang, and every command (apt-get, id, cmake, llvm-config,
-# redis-server) is taken from PATH.
+# redis-server, cargo) is taken from PATH.
 set -euo pipefail
 
 root=${SETUP_ROOT:-}
 cargo_fuzz_version=0.13.1
+cargo_tarpaulin_version=0.37.5
+cargo_mutants_version=27.1.0
 
 # Whether a file name is one clang-sys would load as libclang: libclang.so, libclang-<N>.so or
 # either with a numeric suffix (libclang.so.1, libclang-14.so.1). libclang-cpp.so.<N> is the C++
@@ -99,7 +105,31 @@ if [ "${1:-}" = browser ]; then
     exit 0
 fi
 
-[ "${1:-}" = fuzz ] || exit 0
+mode=${1:-}
+case "$mode" in
+    "") exit 0 ;;
+    fuzz) ;;
+    coverage)
+        # Without default features: they only add uploading to Coveralls (git2, OpenSSL).
+        if ! cargo tarpaulin --version >/dev/null 2>&1; then
+            echo "setup: installing cargo-tarpaulin $cargo_tarpaulin_version from crates.io" >&2
+            cargo install --locked --no-default-features --version "$cargo_tarpaulin_version" \
+                cargo-tarpaulin
+        fi
+        exit 0
+        ;;
+    mutants)
+        if ! cargo mutants --version >/dev/null 2>&1; then
+            echo "setup: installing cargo-mutants $cargo_mutants_version from crates.io" >&2
+            cargo install --locked --version "$cargo_mutants_version" cargo-mutants
+        fi
+        exit 0
+        ;;
+    *)
+        echo "setup: unknown mode '$mode' (none, fuzz, coverage or mutants)" >&2
+        exit 2
+        ;;
+esac
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
     echo "setup: fuzzing needs a nightly Rust toolchain (cargo-fuzz builds with sanitizers)," >&2

@@ -26,15 +26,28 @@ new_machine() {
 stub() { printf '#!%s\n%s\n' "$BASH" "$2" >"$bin/$1"; chmod +x "$bin/$1"; }
 lib() { mkdir -p "$(dirname "$root/$1")"; : >"$root/$1"; }
 
-# run NAME [VAR=value...]: runs the script on the machine; sets $status, $output and $asked
-# (what apt-get was asked to install, empty when it was not called).
+# run NAME [VAR=value...]: runs the script on the machine (with the mode $mode, when set); sets
+# $status, $output, $asked (what apt-get was asked to install, empty when it was not called) and
+# $cargo_asked (what `cargo install` was asked for, likewise).
 run() {
     local name=$1; shift
     set +e
-    output=$(env -i PATH="$bin" SETUP_ROOT="$root" "$@" "$BASH" "$script" 2>&1)
+    output=$(env -i PATH="$bin" SETUP_ROOT="$root" "$@" "$BASH" "$script" ${mode:+"$mode"} 2>&1)
     status=$?
     set -e
     asked=$(grep '^install' "$scratch/$name/apt-get.log" 2>/dev/null | sed 's/.*-qq //' || true)
+    cargo_asked=$(cat "$scratch/$name/cargo.log" 2>/dev/null || true)
+}
+
+# cargo_with NAME SUBCOMMAND...: a stub cargo on the machine NAME that has the given subcommands
+# (e.g. tarpaulin) installed and records what `cargo install` is asked for.
+cargo_with() {
+    local name=$1; shift
+    stub cargo "case \$1 in
+        install) shift; echo \"\$*\" >> '$scratch/$name/cargo.log' ;;
+        ${*:-none}|+*) exit 0 ;;
+        *) exit 101 ;;
+    esac"
 }
 
 expect() {
@@ -123,6 +136,61 @@ new_machine nothing
 rm "$bin/cmake" "$bin/curl" "$bin/redis-server"
 run nothing
 expect "a bare machine: installs all four" 0 "cmake libclang-dev curl redis-server"
+
+# expect_cargo CASE STATUS WANT: the exit status and what `cargo install` was asked for.
+expect_cargo() {
+    local case=$1 want_status=$2 want=$3
+    if [ "$status" = "$want_status" ] && [ "$cargo_asked" = "$want" ]; then
+        echo "ok   $case"
+    else
+        echo "FAIL $case: exit $status (want $want_status), cargo install asked for" \
+            "'$cargo_asked' (want '$want')"
+        echo "$output" | sed 's/^/     /'
+        failures=$((failures + 1))
+    fi
+}
+
+tarpaulin_pinned=$(sed -n 's/^cargo_tarpaulin_version=//p' "$script")
+mutants_pinned=$(sed -n 's/^cargo_mutants_version=//p' "$script")
+
+new_machine coverage-missing
+lib usr/lib/llvm-14/lib/libclang.so.1
+cargo_with coverage-missing
+mode=coverage run coverage-missing
+expect_cargo "coverage, no cargo-tarpaulin: installs the pinned one" 0 \
+    "--locked --no-default-features --version $tarpaulin_pinned cargo-tarpaulin"
+
+new_machine coverage-present
+lib usr/lib/llvm-14/lib/libclang.so.1
+cargo_with coverage-present tarpaulin
+mode=coverage run coverage-present
+expect_cargo "coverage, cargo-tarpaulin installed: installs nothing" 0 ""
+
+new_machine coverage-no-redis
+rm "$bin/redis-server"
+lib usr/lib/llvm-14/lib/libclang.so.1
+cargo_with coverage-no-redis tarpaulin
+mode=coverage run coverage-no-redis
+expect "coverage, redis-server missing: installs it too (the guard's tests run)" 0 redis-server
+
+new_machine mutants-missing
+lib usr/lib/llvm-14/lib/libclang.so.1
+cargo_with mutants-missing tarpaulin
+mode=mutants run mutants-missing
+expect_cargo "mutants, no cargo-mutants: installs the pinned one" 0 \
+    "--locked --version $mutants_pinned cargo-mutants"
+
+new_machine mutants-present
+lib usr/lib/llvm-14/lib/libclang.so.1
+cargo_with mutants-present mutants
+mode=mutants run mutants-present
+expect_cargo "mutants, cargo-mutants installed: installs nothing" 0 ""
+
+new_machine unknown-mode
+lib usr/lib/llvm-14/lib/libclang.so.1
+cargo_with unknown-mode
+mode=coverge run unknown-mode
+expect_cargo "an unknown mode: exits 2, installs nothing" 2 ""
 
 [ "$failures" = 0 ] || { echo "setup-deps: $failures case(s) failed" >&2; exit 1; }
 echo "setup-deps: all cases passed"
