@@ -80,6 +80,12 @@ demo: setup quiche
 interop-clients: setup quiche
 	@scripts/interop/run.sh
 
+## interop-browser: an unmodified headless Chromium (Debian's chromium and chromium-driver, installed when missing) fetches 4 KiB, then 2 MiB twice from cr-server through cr-relay (20 Mbit/s, 300 ms) in one browser process; fails unless the second 2 MiB presented a token, engaged Careful Resume and was >= 1.5x faster than the first (not part of make test)
+.PHONY: interop-browser
+interop-browser: setup quiche
+	@scripts/setup-deps.sh browser
+	@scripts/interop-browser.py
+
 ## fuzz: run each cargo-fuzz target for FUZZ_SECONDS (default 20; FUZZ_RUNS caps executions)
 fuzz: setup-fuzz
 	@scripts/fuzz.sh
