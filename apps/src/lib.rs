@@ -27,7 +27,7 @@ pub mod relay;
 pub mod server;
 
 pub use client::{download, ClientOptions, DownloadReport, PresentedToken};
-pub use cr_serve::{CongestionControl, ConnectionReport, Protocol};
+pub use cr_serve::{CongestionControl, ConnectionReport, Protocol, SlowStart};
 pub use error::AppError;
 pub use relay::{LinkConfig, Relay, RelayHandle, RelayOptions, RelayStats};
 pub use server::{Server, ServerHandle, ServerOptions};

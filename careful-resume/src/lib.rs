@@ -13,6 +13,9 @@
 //!   [`CarefulResume::new_rate_based`], [`RateControl`]).
 //! - [`Observer`]: the observing policy of the earlier connection: what to
 //!   save, and when.
+//! - [`search::Search`]: the slow-start exit of that earlier connection
+//!   (SEARCH), so that what it measures, and saves, is not the aftermath
+//!   of an overflowing queue.
 //!
 //! # The algorithm
 //!
@@ -136,6 +139,7 @@ mod phase;
 mod rate;
 mod recon;
 mod resume;
+pub mod search;
 
 pub use events::{Ack, Congestion, PacketSent};
 pub use observe::{CapacitySample, Observation, Observer, ObserverConfig};

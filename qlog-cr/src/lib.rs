@@ -90,6 +90,7 @@
 //! | `state` | object or null | the event's `state_data` on entry: `pipesize`, `first_unvalidated_packet`, `last_unvalidated_packet`, and when logged `congestion_window`, `ssthresh` |
 
 mod builder;
+mod congestion_state;
 mod error;
 mod event;
 #[cfg(feature = "careful-resume")]
@@ -103,6 +104,9 @@ mod summary;
 mod trace;
 mod wire;
 
+pub use congestion_state::{
+    CongestionStateEvent, CongestionStateUpdated, CONGESTION_STATE_EVENT_NAME,
+};
 pub use error::ReadError;
 pub use event::is_phase_event_name;
 pub use event::CarefulResumePhaseUpdated;

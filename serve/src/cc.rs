@@ -42,9 +42,39 @@ impl CongestionControl {
     }
 }
 
+/// How a Reno or CUBIC sender ends its first slow start (BBR2 has its own
+/// Startup and ignores it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SlowStart {
+    /// SEARCH (draft-chung-ccwg-search, quiche patch 0025): slow start ends
+    /// when deliveries stop keeping up with what was sent one round trip
+    /// earlier, at any RTT.
+    #[default]
+    Search,
+    /// HyStart++ (RFC 9406), quiche's default: slow start slows down when
+    /// the RTT rises, and ends at a loss otherwise.
+    Hystart,
+}
+
+impl SlowStart {
+    /// Its name on command lines and in reports: `search`, `hystart`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SlowStart::Search => "search",
+            SlowStart::Hystart => "hystart",
+        }
+    }
+
+    /// Sets `config` to end slow start this way (one or the other).
+    pub fn apply(self, config: &mut quiche::Config) {
+        config.enable_search(self == SlowStart::Search);
+        config.enable_hystart(self == SlowStart::Hystart);
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::CongestionControl;
+    use super::{CongestionControl, SlowStart};
     use clap::ValueEnum;
 
     #[test]
@@ -53,6 +83,16 @@ mod tests {
             assert_eq!(cc.quiche_name().parse(), Ok(cc.algorithm()), "{cc:?}");
             let flag = cc.to_possible_value().expect("every variant is a value");
             assert_eq!(flag.get_name(), cc.name());
+        }
+    }
+
+    #[test]
+    fn a_slow_start_is_named_as_its_flag() {
+        for slow_start in SlowStart::value_variants() {
+            let flag = slow_start
+                .to_possible_value()
+                .expect("every variant is a value");
+            assert_eq!(flag.get_name(), slow_start.name());
         }
     }
 }

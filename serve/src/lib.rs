@@ -21,7 +21,7 @@ pub mod session;
 pub mod units;
 
 pub use app::Protocol;
-pub use cc::CongestionControl;
+pub use cc::{CongestionControl, SlowStart};
 pub use error::ServeError;
 pub use report::ConnectionReport;
 pub use session::ServerSession;

@@ -71,6 +71,7 @@ fn start_server() -> ServerHandle {
         guard: None,
         qlog_dir: None,
         cc: CongestionControl::Cubic,
+        slow_start: Default::default(),
         max_jump: None,
         idle_timeout: Duration::from_secs(10),
         small_packets: false,

@@ -387,6 +387,7 @@ fn a_tokio_quiche_server_resumes_within_five_percent_of_cr_server() {
         guard: None,
         qlog_dir: None,
         cc: CongestionControl::Cubic,
+        slow_start: Default::default(),
         max_jump: None,
         idle_timeout: Duration::from_secs(10),
         small_packets: false,

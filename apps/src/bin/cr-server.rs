@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::Parser;
 use cr_apps::keys::load_key_ring;
 use cr_apps::metrics::MetricsEndpoint;
-use cr_apps::{AppError, CongestionControl, Server, ServerOptions};
+use cr_apps::{AppError, CongestionControl, Server, ServerOptions, SlowStart};
 use cr_endpoint::SharedGuard;
 use cr_guard_redis::{RedisGuard, RedisGuardConfig};
 use cr_serve::units::{parse_duration, ByteSize};
@@ -46,6 +46,10 @@ struct Args {
     /// Congestion controller.
     #[arg(long, value_enum, default_value_t = CongestionControl::Cubic)]
     cc: CongestionControl,
+    /// How Reno and CUBIC end their first slow start: SEARCH (when
+    /// deliveries stop keeping up) or HyStart++ (when the RTT rises).
+    #[arg(long, value_enum, default_value_t)]
+    slow_start: SlowStart,
     /// Send short packets wherever the congestion window has a little room,
     /// as quiche does by default (for comparison; cr-server waits for room
     /// for a full packet while an ACK is due).
@@ -117,6 +121,7 @@ fn run(args: Args) -> Result<(), AppError> {
         guard: guard(&args.guard, args.claim_timeout)?,
         qlog_dir: args.qlog_dir,
         cc: args.cc,
+        slow_start: args.slow_start,
         max_jump,
         idle_timeout: args.idle_timeout,
         small_packets: args.small_packets,

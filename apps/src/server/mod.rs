@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 use cr_endpoint::ex_token::{KeyRing, MemoryGuard, Rng, SystemRng, TokenServer};
 use cr_endpoint::{ResumeServer, SharedGuard};
 
-use cr_serve::{CongestionControl, ConnectionReport, Protocol, ServerSession};
+use cr_serve::{CongestionControl, ConnectionReport, Protocol, ServerSession, SlowStart};
 
 use crate::error::AppError;
 use crate::keys::KeyRingWatcher;
@@ -73,6 +73,8 @@ pub struct ServerOptions {
     pub qlog_dir: Option<PathBuf>,
     /// The congestion controller.
     pub cc: CongestionControl,
+    /// How Reno and CUBIC end their first slow start.
+    pub slow_start: SlowStart,
     /// Cap on the window Careful Resume may jump to, in bytes.
     pub max_jump: Option<usize>,
     /// Idle timeout of connections.
@@ -153,6 +155,7 @@ fn quiche_config(options: &ServerOptions) -> Result<quiche::Config, AppError> {
     config.set_initial_max_streams_bidi(100);
     config.set_initial_max_streams_uni(16);
     config.set_cc_algorithm(options.cc.algorithm());
+    options.slow_start.apply(&mut config);
     config.enable_silly_window_avoidance(!options.small_packets);
     // BBR2 paces its initial window at Startup's gain (patch 0020).
     config.enable_bbr_initial_pacing_gain(true);

@@ -33,6 +33,7 @@ pub fn server_options() -> ServerOptions {
         guard: None,
         qlog_dir: None,
         cc: CongestionControl::Cubic,
+        slow_start: Default::default(),
         max_jump: None,
         idle_timeout: Duration::from_secs(5),
         small_packets: false,

@@ -1,0 +1,137 @@
+//! SEARCH's slow-start exit on modelled paths: a sender doubling its rate
+//! every round trip over a path that delivers what was sent one RTT later,
+//! up to the bottleneck's rate.
+
+use std::time::{Duration, Instant};
+
+use careful_resume::search::{Search, SearchVerdict, THRESHOLD_PERCENT};
+
+const RTT: Duration = Duration::from_millis(100);
+const STEP: Duration = Duration::from_millis(1);
+/// 10 packets of 1,200 bytes per RTT to begin with.
+const INITIAL_RATE: f64 = 12_000.0 / 0.1;
+
+/// One millisecond of a modelled path: what the sender sends, and what the
+/// receiver acknowledges, which is what was sent one RTT earlier, at most
+/// `capacity` bytes per second (the rest waits in an unbounded queue).
+struct Path {
+    capacity: f64,
+    queue: f64,
+    in_transit: std::collections::VecDeque<f64>,
+}
+
+impl Path {
+    fn new(capacity: f64) -> Path {
+        let steps = (RTT.as_millis() / STEP.as_millis()) as usize;
+        Path {
+            capacity,
+            queue: 0.0,
+            in_transit: std::iter::repeat_n(0.0, steps).collect(),
+        }
+    }
+
+    /// Sends `bytes` now; returns the bytes acknowledged now.
+    fn step(&mut self, bytes: f64) -> f64 {
+        self.in_transit.push_back(bytes);
+        self.queue += self.in_transit.pop_front().unwrap_or(0.0);
+        let delivered = self.queue.min(self.capacity * STEP.as_secs_f64());
+        self.queue -= delivered;
+        delivered
+    }
+}
+
+/// Runs a sender that doubles its rate each RTT (slow start) for at most
+/// `limit`, ACKs arriving every `ack_every`; returns when SEARCH said to
+/// exit, and the shortfall it saw.
+fn run(capacity: f64, ack_every: Duration, limit: Duration) -> Option<(Duration, u64)> {
+    let start = Instant::now();
+    let mut search = Search::new();
+    let mut path = Path::new(capacity);
+    let mut unacked = 0.0;
+    let mut t = Duration::ZERO;
+    while t < limit {
+        let rate = INITIAL_RATE * 2f64.powf(t.as_secs_f64() / RTT.as_secs_f64());
+        let bytes = rate * STEP.as_secs_f64();
+        search.on_packet_sent(bytes as usize);
+        unacked += path.step(bytes);
+        t += STEP;
+        if t.as_micros() % ack_every.as_micros() == 0 && unacked >= 1.0 {
+            let verdict = search.on_ack(unacked as usize, RTT, start + t);
+            unacked -= (unacked as usize) as f64;
+            if let SearchVerdict::Exit { shortfall_percent } = verdict {
+                return Some((t, shortfall_percent));
+            }
+        }
+    }
+    None
+}
+
+/// When the doubling sender's rate first exceeds `capacity`.
+fn saturation(capacity: f64) -> Duration {
+    RTT.mul_f64((capacity / INITIAL_RATE).log2())
+}
+
+#[test]
+fn a_path_that_keeps_up_never_ends_slow_start() {
+    assert_eq!(run(f64::INFINITY, STEP, Duration::from_secs(2)), None);
+}
+
+#[test]
+fn a_full_bottleneck_ends_slow_start_within_two_round_trips() {
+    for mbit in [10.0, 50.0, 200.0] {
+        let capacity = mbit * 1e6 / 8.0;
+        let (exit, shortfall) = run(capacity, STEP, Duration::from_secs(5)).expect("an exit");
+        let full = saturation(capacity);
+        // The ACKs show the path full one RTT after the sender overran it.
+        assert!(
+            exit > full + RTT,
+            "{mbit} Mbit/s: exit at {exit:?}, full at {full:?}"
+        );
+        assert!(
+            exit <= full + 3 * RTT,
+            "{mbit} Mbit/s: exit at {exit:?}, full at {full:?}"
+        );
+        assert!(shortfall >= THRESHOLD_PERCENT);
+    }
+}
+
+#[test]
+fn acks_in_bursts_do_not_end_slow_start_early() {
+    // An ACK every 20 ms (a fifth of the RTT) on a path that keeps up.
+    assert_eq!(
+        run(
+            f64::INFINITY,
+            Duration::from_millis(20),
+            Duration::from_secs(2)
+        ),
+        None
+    );
+    // The same bursts on a bottleneck still end slow start.
+    let capacity = 50e6 / 8.0;
+    let (exit, _) = run(capacity, Duration::from_millis(20), Duration::from_secs(5)).expect("exit");
+    assert!(exit <= saturation(capacity) + 3 * RTT);
+}
+
+#[test]
+fn a_window_without_acks_starts_the_record_afresh() {
+    let start = Instant::now();
+    let mut search = Search::new();
+    search.on_packet_sent(12_000);
+    assert_eq!(search.on_ack(12_000, RTT, start), SearchVerdict::Waiting);
+    // Bins of 20 ms; a window of 200 ms: a second without ACKs is stale.
+    search.on_packet_sent(12_000);
+    assert_eq!(
+        search.on_ack(12_000, RTT, start + Duration::from_secs(1)),
+        SearchVerdict::Waiting
+    );
+    // Fresh bins from here: nothing to compare for a window and an RTT.
+    for ms in (1_020..1_320).step_by(20) {
+        search.on_packet_sent(1_200);
+        let now = start + Duration::from_millis(ms);
+        assert_eq!(
+            search.on_ack(1_200, RTT, now),
+            SearchVerdict::Waiting,
+            "{ms} ms"
+        );
+    }
+}
