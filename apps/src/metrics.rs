@@ -4,6 +4,7 @@
 //! never delays a packet.
 //!
 //! Counters, each ending in `_total`: `cr_connections`,
+//! `cr_handshakes_incomplete`,
 //! `cr_tokens_presented`, `cr_addresses_validated`,
 //! `cr_tokens_minted{kind="address"|"bdp"}`, `cr_resumes_refused{reason}`
 //! (see [`cr_endpoint::Refusal`]), `cr_resumes_granted`, `cr_jumps`,
@@ -28,8 +29,13 @@ struct Counters(Arc<ServerMetrics>);
 impl Collector for Counters {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s: MetricsSnapshot = self.0.snapshot();
-        let single: [(&str, &str, u64); 8] = [
+        let single: [(&str, &str, u64); 9] = [
             ("cr_connections", "Connections accepted", s.connections),
+            (
+                "cr_handshakes_incomplete",
+                "Connections that ended without completing their handshake",
+                s.handshakes_incomplete,
+            ),
             (
                 "cr_tokens_presented",
                 "Connections whose Initial carried a token",

@@ -105,6 +105,7 @@ impl Refusal {
 #[derive(Debug, Default)]
 pub struct ServerMetrics {
     connections: AtomicU64,
+    handshakes_incomplete: AtomicU64,
     tokens_presented: AtomicU64,
     addresses_validated: AtomicU64,
     address_tokens_minted: AtomicU64,
@@ -122,6 +123,9 @@ pub struct ServerMetrics {
 pub struct MetricsSnapshot {
     /// Connections accepted.
     pub connections: u64,
+    /// Connections that ended without completing their handshake: forged
+    /// or garbled Initials, clients that gave up, scanners.
+    pub handshakes_incomplete: u64,
     /// Connections whose Initial carried a token.
     pub tokens_presented: u64,
     /// Connections whose token validated the client's address.
@@ -163,6 +167,7 @@ impl ServerMetrics {
         let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         MetricsSnapshot {
             connections: read(&self.connections),
+            handshakes_incomplete: read(&self.handshakes_incomplete),
             tokens_presented: read(&self.tokens_presented),
             addresses_validated: read(&self.addresses_validated),
             address_tokens_minted: read(&self.address_tokens_minted),
@@ -184,6 +189,10 @@ impl ServerMetrics {
         if address_validated {
             add(&self.addresses_validated);
         }
+    }
+
+    pub(crate) fn on_handshake_incomplete(&self) {
+        add(&self.handshakes_incomplete);
     }
 
     pub(crate) fn on_refusal(&self, why: &NoResume) {

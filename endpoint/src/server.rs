@@ -374,6 +374,9 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         if std::mem::replace(&mut session.closed, true) {
             return;
         }
+        if !conn.is_established() {
+            self.metrics.on_handshake_incomplete();
+        }
         // The answer may have come meanwhile; without one the set stays
         // claimed until it expires (never used twice).
         self.poll_claim(conn, session);

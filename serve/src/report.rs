@@ -25,6 +25,9 @@ pub struct ConnectionReport {
     pub client_dcid: String,
     /// The negotiated application protocol, if the handshake got that far.
     pub protocol: Option<Protocol>,
+    /// Whether the handshake completed: a connection that never did (a
+    /// forged or garbled Initial, a client that gave up) served nothing.
+    pub established: bool,
     /// Whether the client's Initial carried a token.
     pub token_presented: bool,
     /// Whether that token validated the client's address.

@@ -194,6 +194,7 @@ impl ServerSession {
             trace_id: conn.trace_id().to_string(),
             client_dcid: self.client_dcid.clone(),
             protocol: self.protocol,
+            established: conn.is_established(),
             token_presented: resume.token_presented,
             address_validated: self.accepted.session.address_validated,
             resume: self.accepted.session.resume,

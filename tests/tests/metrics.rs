@@ -128,6 +128,7 @@ fn the_counters_tell_what_each_connection_did() {
         harness.metrics(),
         MetricsSnapshot {
             connections: 6,
+            handshakes_incomplete: 0,
             tokens_presented: 5,
             // Every presented token carried a valid address part (the
             // tampered one too: only its saved set was altered) but the

@@ -205,10 +205,13 @@ fn a_forged_initial_with_a_copied_token_burns_nothing() {
 
     // Someone who saw the token on the wire sends it from another port, in
     // an Initial that does not even decrypt, and never answers.
-    let forged = harness.forge_initial(&token);
+    let mut forged = harness.forge_initial(&token);
     assert!(forged.session.resume.is_ok(), "the token itself is valid");
     assert!(!forged.conn.is_established());
     assert!(!forged.session.claim_pending());
+    // Its end is counted as a handshake that never completed.
+    harness.close(&mut forged);
+    assert_eq!(harness.metrics().handshakes_incomplete, 1);
 
     // The real client's next connection still resumes.
     let real = harness.download(opaque_client(Some(&token), 2), SIZE, |_| false);

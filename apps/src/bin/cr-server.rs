@@ -146,5 +146,14 @@ fn run(args: Args) -> Result<(), AppError> {
         None => None,
     };
     let stop = AtomicBool::new(false);
-    server.run(&stop, |report| println!("{report}"))
+    // One line per connection that completed its handshake; the others
+    // (forged or garbled Initials arrive at line rate) are counted in the
+    // metrics and logged at debug level only.
+    server.run(&stop, |report| {
+        if report.established {
+            println!("{report}");
+        } else {
+            log::debug!("handshake incomplete: {report}");
+        }
+    })
 }
