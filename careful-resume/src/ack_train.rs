@@ -115,3 +115,23 @@ mod tests {
         assert_eq!(t.max_rate(), 0);
     }
 }
+
+#[cfg(test)]
+mod ack_train_tests {
+    use super::*;
+
+    /// A gap of exactly an eighth of the min RTT does not end a train; the
+    /// documented rule is a gap of more than that.
+    #[test]
+    fn a_gap_of_exactly_an_eighth_rtt_continues_the_train() {
+        let mut t = AckTrain::default();
+        let start = Instant::now();
+        let min_rtt = Duration::from_millis(100);
+        let gap = min_rtt / 8;
+        // 12 ACKs of 2,400 B, 12.5 ms apart: 26,400 B counted over 137.5 ms.
+        for i in 0..12 {
+            t.on_ack(2400, min_rtt, start + gap * i);
+        }
+        assert_eq!(t.max_rate(), 192_000);
+    }
+}

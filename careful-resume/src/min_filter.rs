@@ -110,3 +110,72 @@ mod tests {
         assert_eq!(filter.update(95 * MS, base + 400 * MS), 95 * MS);
     }
 }
+
+#[cfg(test)]
+mod min_filter_tests {
+    //! Sequences on which the three-candidate filter is exact: at every
+    //! sample it returns the minimum of the samples of the last window (one
+    //! exactly a window old still counts). Each one tells apart a rule of
+    //! the scheme (an equal sample refreshes the best, the candidates'
+    //! promotion on expiry, the second choice after a quarter window, the
+    //! third after half a window) from a slightly different one.
+
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// Feeds `(ms, value in ms)` samples to a 100 ms window and checks each
+    /// answer against the expected minimum.
+    fn check(samples: &[(u64, u64, u64)]) {
+        let base = Instant::now();
+        let mut filter = WindowedMin::new(100 * MS);
+        for &(at, value, min) in samples {
+            let got = filter.update(value as u32 * MS, base + at as u32 * MS);
+            assert_eq!(got, min as u32 * MS, "at {at} ms in {samples:?}");
+            assert_eq!(filter.get(), Some(got));
+        }
+    }
+
+    #[test]
+    fn an_equal_sample_renews_the_minimum() {
+        // 50 again at 175 ms keeps 50 the minimum until 275 ms.
+        check(&[(135, 50, 50), (175, 50, 50), (205, 60, 50), (300, 80, 60)]);
+    }
+
+    #[test]
+    fn a_sample_above_the_third_choice_is_not_a_candidate() {
+        check(&[(40, 10, 10), (50, 60, 10), (150, 30, 30)]);
+    }
+
+    #[test]
+    fn a_minimum_exactly_a_window_old_still_counts() {
+        check(&[(65, 10, 10), (145, 20, 10), (165, 20, 10)]);
+    }
+
+    #[test]
+    fn the_second_choice_expiring_too_promotes_the_third() {
+        check(&[(25, 10, 10), (115, 40, 10), (205, 70, 40), (280, 90, 70)]);
+        check(&[(110, 50, 50), (155, 70, 50), (255, 90, 70), (350, 90, 90)]);
+        check(&[(45, 20, 20), (80, 40, 20), (145, 50, 20), (180, 70, 40)]);
+    }
+
+    #[test]
+    fn a_second_choice_is_taken_after_a_quarter_window() {
+        check(&[(50, 10, 10), (75, 30, 10), (95, 60, 10), (185, 90, 60)]);
+    }
+
+    #[test]
+    fn a_third_choice_is_taken_after_half_a_window() {
+        check(&[
+            (115, 10, 10),
+            (145, 20, 10),
+            (165, 50, 10),
+            (200, 60, 10),
+            (295, 90, 60),
+        ]);
+        check(&[(85, 30, 30), (115, 50, 30), (180, 60, 30), (270, 90, 60)]);
+        check(&[(25, 10, 10), (55, 20, 10), (120, 70, 10), (165, 80, 70)]);
+        check(&[(15, 10, 10), (55, 20, 10), (115, 30, 10), (190, 40, 30)]);
+        check(&[(55, 20, 20), (100, 30, 20), (155, 40, 20), (240, 60, 40)]);
+    }
+}

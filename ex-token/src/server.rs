@@ -328,14 +328,13 @@ impl<R: Rng> TokenServer<R> {
                 error_code: codes.ex_token,
                 reason,
             }),
+            // A malformed token (InvalidToken::Structure) has an invalid
+            // address part too, answered above: what is left is the BDP part.
             Validation {
                 resume: Err(NoResume::Invalid(reason)),
                 ..
             } => Err(TokenRejected {
-                error_code: match reason {
-                    InvalidToken::Structure(_) => codes.ex_token,
-                    _ => codes.bdp_token,
-                },
+                error_code: codes.bdp_token,
                 reason,
             }),
             valid => Ok(valid),

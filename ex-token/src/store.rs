@@ -308,7 +308,8 @@ mod hex {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         let text = String::deserialize(d)?;
-        if text.len() % 2 != 0 {
+        let (pairs, odd) = text.as_bytes().as_chunks::<2>();
+        if !odd.is_empty() {
             return Err(D::Error::custom("odd number of hex digits"));
         }
         let digit = |c: u8| {
@@ -316,12 +317,9 @@ mod hex {
                 .to_digit(16)
                 .ok_or_else(|| D::Error::custom("invalid hex digit"))
         };
-        text.as_bytes()
-            .chunks_exact(2)
-            .map(|pair| match pair {
-                &[high, low] => Ok((digit(high)? * 16 + digit(low)?) as u8),
-                _ => Err(D::Error::custom("odd number of hex digits")),
-            })
+        pairs
+            .iter()
+            .map(|&[high, low]| Ok((digit(high)? * 16 + digit(low)?) as u8))
             .collect()
     }
 }
