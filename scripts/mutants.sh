@@ -14,6 +14,8 @@
 # the counts per group; exits non-zero when a mutant was missed.
 #
 #   MUTANTS_JOBS  mutants tested in parallel (default 2; each builds in its own copy)
+#   MUTANTS_FROM  a git revision (e.g. HEAD): test the crates as committed there rather than as
+#                 the work tree has them
 #
 # Arguments are passed on to cargo-mutants (e.g. `--list`, or `-f careful-resume/src/resume.rs`
 # to test one file's mutants); the summary is then left out.
@@ -26,11 +28,19 @@ tree=$out/tree
 rm -rf "$tree"
 mkdir -p "$tree"
 
-# The crates' files, tracked or new, as the work tree has them (none of git's ignored files).
-git ls-files -z --cached --others --exclude-standard -- "${crates[@]}" |
-    while IFS= read -r -d '' file; do [ -f "$file" ] && printf '%s\0' "$file"; done |
-    tar --null -T - -cf - | tar -xf - -C "$tree"
-cp Cargo.lock "$tree/"
+if [ -n "${MUTANTS_FROM:-}" ]; then
+    # The crates as committed in that revision.
+    git archive "$MUTANTS_FROM" -- "${crates[@]}" Cargo.toml Cargo.lock | tar -xf - -C "$tree"
+    mv "$tree/Cargo.toml" "$tree/Cargo.toml.full"
+    manifest=$tree/Cargo.toml.full
+else
+    # The crates' files, tracked or new, as the work tree has them (none of git's ignored files).
+    git ls-files -z --cached --others --exclude-standard -- "${crates[@]}" |
+        while IFS= read -r -d '' file; do [ -f "$file" ] && printf '%s\0' "$file"; done |
+        tar --null -T - -cf - | tar -xf - -C "$tree"
+    cp Cargo.lock "$tree/"
+    manifest=Cargo.toml
+fi
 # The root manifest with only these members, and no [patch] (it names quiche/patched).
 awk -v members="$(printf '"%s", ' "${crates[@]}")" '
     /^members = \[/ { print "members = [" members "]"; skip = 1; next }
@@ -40,7 +50,8 @@ awk -v members="$(printf '"%s", ' "${crates[@]}")" '
     /^\[patch\./ { patch = 1; next }
     /^\[/ { patch = 0 }
     !patch { print }
-' Cargo.toml >"$tree/Cargo.toml"
+' "$manifest" >"$tree/Cargo.toml"
+rm -f "$tree/Cargo.toml.full"
 
 root=$PWD
 status=0
@@ -54,7 +65,7 @@ status=0
 # Counts, from the lists cargo-mutants writes (one "file:line:col: mutation" per line).
 results=$out/mutants.out
 count() { # count LIST PATTERN: the mutants of LIST whose file matches PATTERN
-    [ -f "$results/$1.txt" ] && grep -cE "^($2)" "$results/$1.txt" || echo 0
+    if [ -f "$results/$1.txt" ]; then grep -cE "^($2)" "$results/$1.txt" || true; else echo 0; fi
 }
 row() { # row NAME PATTERN
     local caught missed timeout unviable viable
@@ -64,14 +75,16 @@ row() { # row NAME PATTERN
     unviable=$(count unviable "$2")
     viable=$((caught + missed + timeout))
     awk -v n="$1" -v c="$caught" -v m="$missed" -v t="$timeout" -v u="$unviable" -v v="$viable" \
-        'BEGIN { printf "| %-44s | %6d | %6d | %7d | %8d | %6.1f%% |\n", n, c, m, t, u, v ? 100 * c / v : 0 }'
+        'BEGIN { printf "| %-44s | %6d | %6d | %7d | %8d | %6.1f%% | %8.1f%% |\n", n, c, m, t, u,
+                 v ? 100 * c / v : 0, v ? 100 * (c + t) / v : 0 }'
 }
-echo "| group                                        | caught | missed | timeout | unviable | caught |"
-echo "|----------------------------------------------|-------:|-------:|--------:|---------:|-------:|"
+echo "| group                                        | caught | missed | timeout | unviable | caught | detected |"
+echo "|----------------------------------------------|-------:|-------:|--------:|---------:|-------:|---------:|"
 row "careful-resume" "careful-resume/"
 row "ex-token" "ex-token/"
 row "guard code (ex-token guard.rs, guard-redis)" "ex-token/src/guard\.rs|guard-redis/"
-echo "(caught: of the viable mutants, caught + missed + timeout; excluded ones are not generated)"
+echo "(of the viable mutants, caught + missed + timeout; detected: caught or timed out, a mutant"
+echo " that makes a test hang; the excluded ones, .cargo/mutants.toml, are not generated)"
 if [ -s "$results/missed.txt" ]; then
     echo "mutants: missed:" >&2
     sed 's/^/  /' "$results/missed.txt" >&2
