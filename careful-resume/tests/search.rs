@@ -55,7 +55,7 @@ fn run(capacity: f64, ack_every: Duration, limit: Duration) -> Option<(Duration,
         search.on_packet_sent(bytes as usize);
         unacked += path.step(bytes);
         t += STEP;
-        if t.as_micros() % ack_every.as_micros() == 0 && unacked >= 1.0 {
+        if t.as_micros().is_multiple_of(ack_every.as_micros()) && unacked >= 1.0 {
             let verdict = search.on_ack(unacked as usize, RTT, start + t);
             unacked -= (unacked as usize) as f64;
             if let SearchVerdict::Exit { shortfall_percent } = verdict {
