@@ -16,8 +16,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use cr_endpoint::ex_token::{ExToken, KeyRing, MemoryGuard, SimRng, TokenKey, TokenServer};
-use cr_endpoint::{ClientConfig, ResumeClient, ResumeServer};
-use cr_serve::{CongestionControl, Protocol, ServerSession};
+use cr_endpoint::{ClientConfig, MetricsSnapshot, RequestedCapacity, ResumeClient, ResumeServer};
+use cr_serve::{CongestionControl, Protocol, ServerSession, SlowStart};
 
 use crate::clock::Now;
 use crate::error::SimError;
@@ -55,6 +55,9 @@ const IDLE_TIMEOUT_MS: u64 = 60_000;
 pub struct EndpointSettings {
     /// The server's congestion controller.
     pub cc: CongestionControl,
+    /// How Reno and CUBIC end their first slow start (sessions: HyStart++,
+    /// quiche's default; `cr-server` defaults to SEARCH).
+    pub slow_start: SlowStart,
     /// The application protocol.
     pub app: Protocol,
     /// Whether Careful Resume may be used (false for the baseline).
@@ -70,6 +73,10 @@ pub struct EndpointSettings {
     /// little room (quiche's default) rather than wait for room for a full
     /// one ([`quiche::Config::enable_silly_window_avoidance`]).
     pub small_packets: bool,
+    /// The most capacity the client asks a server to resume with (it lowers
+    /// the Requested Capacity of the tokens it presents); `None`: whatever
+    /// was saved.
+    pub requested_capacity: Option<u64>,
 }
 
 /// Settings shared by client and server configurations.
@@ -88,6 +95,7 @@ fn base_config(settings: &EndpointSettings) -> Result<quiche::Config, SimError> 
     config.set_max_connection_window(FLOW_CONTROL_CREDIT);
     config.set_max_stream_window(FLOW_CONTROL_CREDIT);
     config.set_cc_algorithm(settings.cc.algorithm());
+    settings.slow_start.apply(&mut config);
     config.enable_silly_window_avoidance(!settings.small_packets);
     // BBR2 paces its initial window at Startup's gain (patch 0020).
     config.enable_bbr_initial_pacing_gain(true);
@@ -129,6 +137,11 @@ pub struct SimServer {
     resume: ResumeServer<SimRng, MemoryGuard>,
 }
 
+/// How a server mints and checks tokens: which client network a saved set
+/// belongs to (`bdp_prefixes`, the Remote Endpoint's prefix: /24 by
+/// default), the saved set's lifetime, and so on.
+pub type TokenConfig = cr_endpoint::ex_token::ServerConfig;
+
 /// Saved sets the server remembers as in use; a simulation has few.
 const GUARD_CAPACITY: usize = 1024;
 
@@ -164,13 +177,24 @@ impl ServerConnection {
 impl SimServer {
     /// The server of flow number `flow`.
     pub fn new(settings: EndpointSettings, flow: u64) -> Result<SimServer, SimError> {
+        SimServer::with_tokens(settings, flow, TokenConfig::default())
+    }
+
+    /// A server numbered `number` (its connection IDs and token key derive
+    /// from it and the seed) whose tokens follow `tokens`.
+    pub fn with_tokens(
+        settings: EndpointSettings,
+        number: u64,
+        tokens: TokenConfig,
+    ) -> Result<SimServer, SimError> {
+        let flow = number;
         let mut config = base_config(&settings)?;
         config.load_cert_chain_from_pem_file(CERT)?;
         config.load_priv_key_from_pem_file(KEY)?;
 
         let mut rng = SimRng::new(settings.seed ^ flow.rotate_left(32));
         let key = TokenKey::generate(0, &mut rng).map_err(|e| SimError::Setup(e.to_string()))?;
-        let tokens = TokenServer::new(KeyRing::new(key), rng, Default::default());
+        let tokens = TokenServer::new(KeyRing::new(key), rng, tokens);
         let resume =
             ResumeServer::new(tokens, MemoryGuard::new(GUARD_CAPACITY), Default::default());
         resume.configure(&mut config)?;
@@ -245,6 +269,12 @@ impl SimServer {
         }
     }
 
+    /// What the server counted so far (tokens presented, refusals by
+    /// reason, jumps, retreats), as `cr-server` exports it.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.resume.metrics().snapshot()
+    }
+
     /// `connection` is dropped (its client moved on to its next
     /// connection): a saved set it claimed and did not use is released
     /// ([`ServerSession::on_closed`]).
@@ -302,6 +332,9 @@ impl SimClient {
         let mut config = base_config(&settings)?;
         let resume = ResumeClient::new(ClientConfig {
             base_credit: FLOW_CONTROL_CREDIT,
+            requested_capacity: settings
+                .requested_capacity
+                .map_or(RequestedCapacity::AsSaved, RequestedCapacity::AtMost),
             ..ClientConfig::default()
         });
         resume.configure(&mut config)?;

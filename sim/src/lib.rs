@@ -10,7 +10,10 @@
 //! bandwidth-delay product), seeded random loss, loss windows (time ranges,
 //! counted from each connection's start, with their own loss rate), jitter
 //! (uniform extra delay that never reorders) and a rate schedule ([`link`]).
-//! Competing flows (more client/server pairs) share the same bottleneck.
+//! Competing flows (more client/server pairs) share the same bottleneck,
+//! and many clients can share one server ([`world::World::add_server`]):
+//! flash crowds ([`crowd`]) and users behind one address prefix
+//! ([`cgnat`]).
 //! Time is virtual ([`clock`]): the loop ([`world`]) jumps to the next
 //! datagram release (quiche's pacing time `SendInfo.at`), arrival or
 //! connection timer (`timeout_instant()`), and moves quiche's thread-local
@@ -101,9 +104,65 @@
 //! `validating`, `safe_retreat`, `normal`; `congestion_window_limited`, ...);
 //! `t_s` counts from the client's first packet. `cr-sim suite --json`
 //! prints an array of `{"name", "about", "resumed": {"Ok": report} |
-//! {"Err": message}, "baseline": ...}`.
+//! {"Err": message}, "baseline": ..., "small_packets": ..., "wall_s"}`,
+//! then one `{"name", "about", "crowd": {"Ok": crowd report} | {"Err":
+//! message}, "wall_s"}` per flash crowd.
+//!
+//! # Flash crowds: `cr-sim crowd --json` ([`crowd`])
+//!
+//! N clients, each on a /24 of its own, first download alone one after
+//! another, then all start within `spread` on one bottleneck and one
+//! server; arm `resume` presents their tokens, arm `baseline` does not.
+//!
+//! ```text
+//! {
+//!   "crowd": {"clients": u64, "rate_bps": u64, "rtt_s": f64, "size_bytes": u64,
+//!             "cc": str, "slow_start": str, "app": str, "queue_bytes": u64, "spread_s": f64,
+//!             "competing": bool, "warm_up_s": f64, "seed": u64,
+//!             "resumers": u64|null, "requested_capacity_bytes": u64|null},
+//!   "limit_s": f64,              // 2*RTT + size/rate: one client alone
+//!   "crowd_limit_s": f64,        // 2*RTT + clients*size/rate
+//!   "alone": {"median_completion_s": f64|null, "median_saved_bytes": u64|null},
+//!   "resume" | "baseline": {
+//!     "clients": u64, "completed": u64,
+//!     "presented": u64,          // presented a token with a saved set
+//!     "engaged": u64,            // the server jumped
+//!     "retreated": u64,          // Safe Retreat
+//!     "jump_bytes": u64,         // the jump windows, summed
+//!     "median_completion_s" | "p95_completion_s" | "max_completion_s" |
+//!     "mean_completion_s": f64|null,      // p95 by nearest rank
+//!     "median_completion_engaged_s" | "median_completion_not_engaged_s": f64|null,
+//!     "lost_packets": u64, "sent_packets": u64,   // by the server, all clients
+//!     "jain_fairness": f64|null, // over the clients' goodputs
+//!     "crowd_span_s": f64,       // first start to last byte
+//!     "incumbent_share": f64|null,       // --competing: through the crowd / before
+//!     "incumbent_share_early": f64|null, // the same over the first 5 RTTs
+//!     "incumbent_before_mbps": f64|null
+//!   }
+//! }
+//! ```
+//!
+//! # Users behind one prefix: `cr-sim cgnat --json` ([`cgnat`])
+//!
+//! ```text
+//! {
+//!   "users": u64, "downloads_per_user": u64, "window_s": f64, "rate_bps": u64,
+//!   "rtt_s": f64, "size_bytes": u64, "cc": str, "seed": u64, "limit_s": f64,
+//!   "arms": [{                   // baseline, one-set (/24), per-address (/32)
+//!     "arm": str, "prefix_len": u64|null, "downloads": u64, "presented": u64,
+//!     "engaged": u64, "retreated": u64,
+//!     "refused": {reason: u64},  // superseded, already_used, revoked, ...
+//!     "median_completion_s" | "mean_completion_s" | "median_repeat_completion_s" |
+//!     "mean_repeat_completion_s" | "median_engaged_completion_s": f64|null,
+//!     "lost_packets": u64, "sent_packets": u64, "max_concurrent": u64,
+//!     "saved_vs_baseline_s": f64 // download time saved, summed
+//!   }, ...]
+//! }
+//! ```
 
+pub mod cgnat;
 pub mod clock;
+pub mod crowd;
 pub mod demo;
 pub mod endpoint;
 pub mod error;

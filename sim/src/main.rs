@@ -5,6 +5,12 @@
 //!            [--loss-window FROM..TO:P] [--rate2 R] [--rtt2 T] [--queue SIZE|xBDP]
 //!            [--gap T] [--seed N] [--app h3|hq] [--no-resume] [--competing]
 //!            [--qlog-dir DIR] [--plot FILE.svg] [--json] [--server-log]
+//! cr-sim crowd --clients N --rate R --rtt T --size S [--cc ...] [--spread D]
+//!              [--queue SIZE|xBDP] [--seed N] [--app h3|hq] [--competing]
+//!              [--warm-up T] [--slow-start hystart|search] [--resumers K]
+//!              [--requested-capacity SIZE] [--json]
+//! cr-sim cgnat [--users 20] [--downloads 3] [--window 120s] [--rate R] [--rtt T]
+//!              [--size S] [--cc ...] [--queue ...] [--seed N] [--json]
 //! cr-sim suite [--json]
 //! cr-sim demo [--out DIR]
 //! ```
@@ -17,6 +23,11 @@ use clap::Parser;
 use clap::Subcommand;
 use cr_serve::CongestionControl;
 use cr_serve::Protocol;
+use cr_serve::SlowStart;
+use cr_sim::cgnat;
+use cr_sim::cgnat::Cgnat;
+use cr_sim::crowd;
+use cr_sim::crowd::Crowd;
 use cr_sim::output;
 use cr_sim::run_session;
 use cr_sim::scenario::Competing;
@@ -45,6 +56,14 @@ enum Command {
     /// One session: a first connection, then a second one that presents the
     /// first one's token.
     Run(RunArgs),
+    /// A flash crowd: N clients each measure the path alone, then all start
+    /// within --spread on one bottleneck, presenting their tokens (arm
+    /// `resume`) and not (arm `baseline`).
+    Crowd(CrowdArgs),
+    /// Many users behind one /24 (a carrier-grade NAT) download at random
+    /// times: without tokens, sharing one saved set (RFC 9959's one set per
+    /// Remote Endpoint), and with a set per address.
+    Cgnat(CgnatArgs),
     /// The standard scenarios, each also as its no-resume baseline, in
     /// parallel.
     Suite {
@@ -136,6 +155,135 @@ struct RunArgs {
     server_log: bool,
 }
 
+#[derive(clap::Args)]
+struct CrowdArgs {
+    /// Clients in the crowd, each on a /24 of its own.
+    #[arg(long, default_value_t = 10)]
+    clients: usize,
+    /// Bottleneck rate (both directions), e.g. 50mbit.
+    #[arg(long, default_value = "50mbit")]
+    rate: Rate,
+    /// Round-trip propagation delay, e.g. 600ms.
+    #[arg(long, default_value = "600ms", value_parser = parse_duration)]
+    rtt: Duration,
+    /// Object each client fetches, alone and in the crowd, e.g. 1MiB.
+    #[arg(long, default_value = "1MiB")]
+    size: ByteSize,
+    /// The servers' congestion controller.
+    #[arg(long, value_enum, default_value = "cubic")]
+    cc: CongestionControl,
+    /// How Reno and CUBIC end their first slow start (HyStart++, as in
+    /// every other simulation; cr-server defaults to SEARCH).
+    #[arg(long, value_enum, default_value = "hystart")]
+    slow_start: SlowStart,
+    /// The crowd's clients start within this of the first (seeded uniform
+    /// offsets).
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    spread: Duration,
+    /// Drop-tail queue per direction: bytes (64KiB) or a BDP multiple (2xBDP).
+    #[arg(long, default_value = "1xBDP")]
+    queue: QueueLimit,
+    /// Seed of the link's randomness and of the start offsets.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Application.
+    #[arg(long, value_enum, default_value = "h3")]
+    app: Protocol,
+    /// A long download by another client runs from --warm-up before the
+    /// crowd; reports its throughput through the crowd against before.
+    #[arg(long)]
+    competing: bool,
+    /// How long the incumbent runs before the crowd starts.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    warm_up: Duration,
+    /// What-if: only the first K clients present their tokens in the
+    /// `resume` arm (a cap on concurrent jumps).
+    #[arg(long)]
+    resumers: Option<usize>,
+    /// What-if: each client of the `resume` arm asks to resume with at most
+    /// this capacity (Requested Capacity), e.g. 100kB: smaller jumps.
+    #[arg(long)]
+    requested_capacity: Option<ByteSize>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct CgnatArgs {
+    /// Users behind the prefix (100.64.0.1, .2, ...).
+    #[arg(long, default_value_t = 20)]
+    users: usize,
+    /// Downloads per user.
+    #[arg(long, default_value_t = 3)]
+    downloads: usize,
+    /// The downloads start at random times within this (seeded).
+    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    window: Duration,
+    /// Bottleneck rate (both directions).
+    #[arg(long, default_value = "50mbit")]
+    rate: Rate,
+    /// Round-trip propagation delay.
+    #[arg(long, default_value = "600ms", value_parser = parse_duration)]
+    rtt: Duration,
+    /// Bytes per download.
+    #[arg(long, default_value = "1MiB")]
+    size: ByteSize,
+    /// The server's congestion controller.
+    #[arg(long, value_enum, default_value = "cubic")]
+    cc: CongestionControl,
+    /// Drop-tail queue per direction.
+    #[arg(long, default_value = "1xBDP")]
+    queue: QueueLimit,
+    /// Seed of the link and of the schedule.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Application.
+    #[arg(long, value_enum, default_value = "h3")]
+    app: Protocol,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl CgnatArgs {
+    fn cgnat(&self) -> Cgnat {
+        Cgnat {
+            users: self.users,
+            downloads: self.downloads,
+            window: self.window,
+            rate: self.rate,
+            rtt: self.rtt,
+            size: self.size.0,
+            cc: self.cc,
+            queue: self.queue,
+            seed: self.seed,
+            app: self.app,
+        }
+    }
+}
+
+impl CrowdArgs {
+    fn crowd(&self) -> Crowd {
+        Crowd {
+            clients: self.clients,
+            rate: self.rate,
+            rtt: self.rtt,
+            size: self.size.0,
+            cc: self.cc,
+            slow_start: self.slow_start,
+            queue: self.queue,
+            spread: self.spread,
+            competing: self.competing,
+            warm_up: self.warm_up,
+            seed: self.seed,
+            app: self.app,
+            resumers: self.resumers,
+            requested_capacity: self.requested_capacity.map(|b| b.0),
+        }
+    }
+}
+
 impl RunArgs {
     fn scenario(&self) -> Scenario {
         Scenario {
@@ -208,25 +356,57 @@ fn run(command: Command) -> Result<(), String> {
             }
             Ok(())
         }
+        Command::Crowd(args) => {
+            let report = crowd::run(&args.crowd()).map_err(|e| e.to_string())?;
+            if args.json {
+                println!("{}", to_json(&report)?);
+            } else {
+                print!("{}", table::crowd(&report));
+            }
+            Ok(())
+        }
+        Command::Cgnat(args) => {
+            let report = cgnat::run(&args.cgnat()).map_err(|e| e.to_string())?;
+            if args.json {
+                println!("{}", to_json(&report)?);
+            } else {
+                print!("{}", table::cgnat(&report));
+            }
+            Ok(())
+        }
         Command::Suite { json } => {
             let results = suite::run(suite::cases());
+            let crowds = suite::run_crowds(suite::crowd_cases());
             if json {
-                println!("{}", to_json(&results)?);
+                // The sessions' objects, then the crowds' (`crowd` in place
+                // of `resumed` and `baseline`).
+                let mut all: Vec<serde_json::Value> = Vec::new();
+                for value in results.iter().map(serde_json::to_value) {
+                    all.push(value.map_err(|e| e.to_string())?);
+                }
+                for value in crowds.iter().map(serde_json::to_value) {
+                    all.push(value.map_err(|e| e.to_string())?);
+                }
+                println!("{}", to_json(&all)?);
             } else {
                 print!("{}", suite::render(&results));
                 println!("\nsender efficiency (last connection, resumed; \"quiche\": the same run with quiche's default packet sizes):\n");
                 print!("{}", suite::render_packing(&results));
-                if let Some(slowest) = results.iter().max_by(|a, b| a.wall_s.total_cmp(&b.wall_s)) {
-                    println!(
-                        "\nslowest session: {} ({:.1} s of wall time)",
-                        slowest.name, slowest.wall_s
-                    );
+                println!("\nflash crowds (each client measured the path alone, then all start within 100 ms; resume: presenting their tokens, baseline: not):\n");
+                print!("{}", suite::render_crowds(&crowds));
+                let walls = results
+                    .iter()
+                    .map(|r| (&r.name, r.wall_s))
+                    .chain(crowds.iter().map(|r| (&r.name, r.wall_s)));
+                if let Some((name, wall)) = walls.max_by(|a, b| a.1.total_cmp(&b.1)) {
+                    println!("\nslowest session: {name} ({wall:.1} s of wall time)");
                 }
             }
             let failed = results
                 .iter()
                 .filter(|r| r.resumed.is_err() || r.baseline.is_err() || r.small_packets.is_err())
-                .count();
+                .count()
+                + crowds.iter().filter(|r| r.crowd.is_err()).count();
             if failed > 0 {
                 return Err(format!("{failed} scenario(s) failed"));
             }

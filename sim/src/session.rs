@@ -62,7 +62,7 @@ fn link_settings(scenario: &Scenario, rate: Rate, rtt: Duration) -> LinkSettings
 }
 
 /// The world of `scenario`, its links set up for the first connection.
-fn build_world(scenario: &Scenario) -> World {
+pub(crate) fn build_world(scenario: &Scenario) -> World {
     let settings = link_settings(scenario, scenario.rate, scenario.rtt);
     let mut to_server = Link::new(
         scenario.rate,
@@ -150,11 +150,13 @@ fn run_in(
 ) -> Result<SessionOutcome, SimError> {
     let endpoints = EndpointSettings {
         cc: scenario.cc,
+        slow_start: cr_serve::SlowStart::Hystart,
         app: scenario.app,
         resume: scenario.resume,
         seed: scenario.seed,
         close_when_done: scenario.close_when_done,
         small_packets: scenario.small_packets,
+        requested_capacity: None,
     };
     let main = world.add_flow(endpoints, full_traces)?;
     let competitor = match scenario.competing {

@@ -14,6 +14,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::crowd;
+use crate::crowd::Crowd;
+use crate::crowd::CrowdReport;
 use crate::error::SimError;
 use crate::packing::PackingReport;
 use crate::report::Report;
@@ -505,4 +508,152 @@ pub fn render_packing(results: &[CaseResult]) -> String {
         ],
         &rows,
     )
+}
+
+/// A named flash crowd of the suite (issue 27).
+#[derive(Clone, Debug)]
+pub struct CrowdCase {
+    /// Short name, stable across releases.
+    pub name: String,
+    /// What the case shows.
+    pub about: &'static str,
+    /// The crowd.
+    pub crowd: Crowd,
+}
+
+/// The suite's flash crowds, on issue 27's path (50 Mbit/s, 600 ms, 1 x BDP
+/// of queue, 1 MiB each, starting within 100 ms): 10 and 50 clients with
+/// CUBIC, 50 with an incumbent long download, and 100 with BBR2, alone and
+/// with an incumbent; and the issue's real-socket probe (10 clients, 2 MiB
+/// at 50 Mbit/s and 300 ms), with CUBIC and BBR2. A lone 1 MiB download
+/// at 600 ms never leaves slow start and saves an eighth of the path
+/// (483 kB of 3.75 MB); 2 MiB at 300 ms saves all of it.
+pub fn crowd_cases() -> Vec<CrowdCase> {
+    let crowd = |clients, cc, competing| Crowd {
+        clients,
+        cc,
+        competing,
+        ..Crowd::default()
+    };
+    let bbr2 = CongestionControl::Bbr2;
+    let cubic = CongestionControl::Cubic;
+    let probe = |cc| Crowd {
+        rtt: ms(300),
+        size: 2 * MIB,
+        ..crowd(10, cc, false)
+    };
+    vec![
+        CrowdCase {
+            name: "crowd-10".into(),
+            about: "10 clients resume at once",
+            crowd: crowd(10, cubic, false),
+        },
+        CrowdCase {
+            name: "crowd-10-2MiB-300ms".into(),
+            about: "issue 27's real-socket probe: 10 clients, 2 MiB at 300 ms",
+            crowd: probe(cubic),
+        },
+        CrowdCase {
+            name: "crowd-10-2MiB-300ms-bbr2".into(),
+            about: "issue 27's real-socket probe with BBR2",
+            crowd: probe(bbr2),
+        },
+        CrowdCase {
+            name: "crowd-50".into(),
+            about: "50 clients resume at once",
+            crowd: crowd(50, cubic, false),
+        },
+        CrowdCase {
+            name: "crowd-50-competing".into(),
+            about: "50 clients resume into a link a long download carries",
+            crowd: crowd(50, cubic, true),
+        },
+        CrowdCase {
+            name: "crowd-100-bbr2".into(),
+            about: "100 clients resume at once, BBR2",
+            crowd: crowd(100, bbr2, false),
+        },
+        CrowdCase {
+            name: "crowd-100-bbr2-competing".into(),
+            about: "100 clients resume into a link a long download carries, BBR2",
+            crowd: crowd(100, bbr2, true),
+        },
+    ]
+}
+
+/// A crowd case's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct CrowdResult {
+    /// The case's name.
+    pub name: String,
+    /// What it shows.
+    pub about: &'static str,
+    /// Both arms, or why the run failed.
+    pub crowd: Result<CrowdReport, String>,
+    /// Wall time of the slower arm, in seconds.
+    pub wall_s: f64,
+}
+
+/// Runs `cases`, each arm of each on its own thread, on the available
+/// cores.
+pub fn run_crowds(cases: Vec<CrowdCase>) -> Vec<CrowdResult> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs: Vec<(Crowd, bool)> = cases
+        .iter()
+        .flat_map(|c| [(c.crowd.clone(), true), (c.crowd.clone(), false)])
+        .collect();
+    let timed = |(crowd, resume): (Crowd, bool)| {
+        let started = std::time::Instant::now();
+        let arm = crowd::run_arm(&crowd, resume).map_err(|e| e.to_string());
+        (arm, started.elapsed().as_secs_f64())
+    };
+    let mut arms = run_parallel(jobs, threads, timed).into_iter();
+    cases
+        .into_iter()
+        .map(|case| {
+            let mut next = || arms.next().unwrap_or((Err("not run".to_string()), 0.0));
+            let [(resume, a), (baseline, b)] = [next(), next()];
+            let crowd = match (resume, baseline) {
+                (Ok(r), Ok(b)) => Ok(CrowdReport::of(&case.crowd, &r, &b)),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+            CrowdResult {
+                name: case.name,
+                about: case.about,
+                crowd,
+                wall_s: (a.max(b) * 1000.0).round() / 1000.0,
+            }
+        })
+        .collect()
+}
+
+/// The suite's crowd table: two rows per case, `resume` (with its ratios
+/// to the baseline and the targets it misses) and `baseline`.
+pub fn render_crowds(results: &[CrowdResult]) -> String {
+    let mut header = table::CROWD_HEADER.to_vec();
+    header.push("vs baseline");
+    let mut rows = Vec::new();
+    for r in results {
+        match &r.crowd {
+            Ok(report) => {
+                let mut two = table::crowd_rows(&r.name, report);
+                let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}x"));
+                let missed = report.missed_targets();
+                two[0].push(format!(
+                    "median {}, p95 {}, lost {}{}",
+                    ratio(report.ratio(|a| a.median_completion_s)),
+                    ratio(report.ratio(|a| a.p95_completion_s)),
+                    report.lost_ratio(),
+                    if missed.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; missed: {}", missed.join(", "))
+                    }
+                ));
+                rows.extend(two);
+            }
+            Err(e) => rows.push(vec![r.name.clone(), format!("error: {e}")]),
+        }
+    }
+    table::render(&header, &rows)
 }

@@ -2,6 +2,9 @@
 
 use std::fmt::Write as _;
 
+use crate::cgnat::CgnatReport;
+use crate::crowd::ArmReport;
+use crate::crowd::CrowdReport;
 use crate::report::ConnectionReport;
 use crate::report::Report;
 use crate::report::TokenReport;
@@ -69,6 +72,187 @@ pub fn cr_summary(c: &ConnectionReport) -> String {
     } else {
         format!("no jump, ended {end}")
     }
+}
+
+/// The columns of [`crowd_rows`].
+pub const CROWD_HEADER: [&str; 14] = [
+    "scenario",
+    "arm",
+    "clients",
+    "engaged",
+    "retreated",
+    "jumped",
+    "median",
+    "p95",
+    "max",
+    "lost",
+    "sent",
+    "jain",
+    "incumbent",
+    "early",
+];
+
+/// A crowd's two rows (`resume`, then `baseline`) under [`CROWD_HEADER`],
+/// the first cell `name`.
+pub fn crowd_rows(name: &str, report: &CrowdReport) -> Vec<Vec<String>> {
+    let row = |arm: &str, a: &ArmReport| {
+        let share = |s: Option<f64>| s.map_or("-".into(), |s| format!("{:.0}%", s * 100.0));
+        vec![
+            name.to_string(),
+            arm.to_string(),
+            a.clients.to_string(),
+            a.engaged.to_string(),
+            a.retreated.to_string(),
+            match a.jump_bytes {
+                0 => "-".into(),
+                b => format!("{} kB", b / 1000),
+            },
+            secs(a.median_completion_s),
+            secs(a.p95_completion_s),
+            secs(a.max_completion_s),
+            a.lost_packets.to_string(),
+            a.sent_packets.to_string(),
+            a.jain_fairness.map_or("-".into(), |j| format!("{j:.3}")),
+            share(a.incumbent_share),
+            share(a.incumbent_share_early),
+        ]
+    };
+    vec![
+        row("resume", &report.resume),
+        row("baseline", &report.baseline),
+    ]
+}
+
+/// The targets for a crowd against its baseline, in one line.
+pub fn crowd_verdict(report: &CrowdReport) -> String {
+    let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}x"));
+    let missed = report.missed_targets();
+    format!(
+        "resume/baseline: median {} (target <= 1), p95 {} (<= 1.1), lost {} (<= 1.5x); {}",
+        ratio(report.ratio(|a| a.median_completion_s)),
+        ratio(report.ratio(|a| a.p95_completion_s)),
+        report.lost_ratio(),
+        if missed.is_empty() {
+            "every target met".to_string()
+        } else {
+            format!("missed: {}", missed.join(", "))
+        }
+    )
+}
+
+/// The human form of `cr-sim crowd`.
+pub fn crowd(report: &CrowdReport) -> String {
+    let c = &report.crowd;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} clients x {} over {} Mbit/s, RTT {} ms, queue {} B, {}, starting within {} ms, seed {}{}",
+        c.clients,
+        ByteSize(c.size_bytes),
+        c.rate_bps as f64 / 1e6,
+        c.rtt_s * 1e3,
+        c.queue_bytes,
+        c.cc,
+        c.spread_s * 1e3,
+        c.seed,
+        if c.competing {
+            ", with an incumbent long download"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "alone: median {} (limit {:.3} s), saved {}; the whole crowd's limit {:.3} s\n",
+        secs(report.alone.median_completion_s),
+        report.limit_s,
+        report
+            .alone
+            .median_saved_bytes
+            .map_or("-".into(), |b| format!("{} kB", b / 1000)),
+        report.crowd_limit_s,
+    );
+    let mut header = CROWD_HEADER.to_vec();
+    header.remove(0);
+    let rows: Vec<Vec<String>> = crowd_rows("", report)
+        .into_iter()
+        .map(|mut r| {
+            r.remove(0);
+            r
+        })
+        .collect();
+    out.push_str(&render(&header, &rows));
+    let _ = writeln!(out, "\n{}", crowd_verdict(report));
+    out
+}
+
+/// The human form of `cr-sim cgnat`.
+pub fn cgnat(report: &CgnatReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} users behind one /24, {} downloads of {} each within {} s, over {} Mbit/s, RTT {} ms, {}, seed {} (limit alone {:.3} s)\n",
+        report.users,
+        report.downloads_per_user,
+        ByteSize(report.size_bytes),
+        report.window_s,
+        report.rate_bps as f64 / 1e6,
+        report.rtt_s * 1e3,
+        report.cc,
+        report.seed,
+        report.limit_s,
+    );
+    let rows: Vec<Vec<String>> = report
+        .arms
+        .iter()
+        .map(|a| {
+            let refused: Vec<String> = a
+                .refused
+                .iter()
+                .map(|(why, n)| format!("{why} {n}"))
+                .collect();
+            vec![
+                a.arm.to_string(),
+                a.prefix_len.map_or("-".into(), |p| format!("/{p}")),
+                a.downloads.to_string(),
+                a.presented.to_string(),
+                a.engaged.to_string(),
+                a.retreated.to_string(),
+                if refused.is_empty() {
+                    "-".into()
+                } else {
+                    refused.join(", ")
+                },
+                secs(a.median_completion_s),
+                secs(a.mean_completion_s),
+                secs(a.median_repeat_completion_s),
+                secs(a.mean_repeat_completion_s),
+                a.lost_packets.to_string(),
+                a.max_concurrent.to_string(),
+                format!("{:.1} s", a.saved_vs_baseline_s),
+            ]
+        })
+        .collect();
+    out.push_str(&render(
+        &[
+            "arm",
+            "set per",
+            "downloads",
+            "presented",
+            "engaged",
+            "retreated",
+            "refused",
+            "median",
+            "mean",
+            "repeat median",
+            "repeat mean",
+            "lost",
+            "at once",
+            "saved",
+        ],
+        &rows,
+    ));
+    out
 }
 
 /// "first", "second", ... for the connections of a session.

@@ -27,6 +27,7 @@ use crate::endpoint::ServerConnection;
 use crate::endpoint::SimClient;
 use crate::endpoint::SimServer;
 use crate::endpoint::TokenCapacity;
+use crate::endpoint::TokenConfig;
 use crate::endpoint::SERVER_NAME;
 use crate::error::SimError;
 use crate::link::Fate;
@@ -44,6 +45,10 @@ const CLOSE_NO_ERROR: u64 = 0x100;
 /// Steps allowed at one instant before the loop is declared stuck: a
 /// timer that fires without moving forward would otherwise spin forever.
 const MAX_STEPS_AT_ONE_INSTANT: u32 = 100_000;
+
+/// Servers added with [`World::add_server`] are numbered from here (for
+/// their connection IDs and keys), above any flow's number.
+const SHARED_SERVER_NUMBERS: u64 = 1 << 20;
 
 /// Which way a datagram goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -259,12 +264,23 @@ pub struct ConnectionPair {
     server_datagrams: DatagramSizes,
     /// The server's datagrams as they left, when the flow keeps full traces.
     server_departures: Option<Vec<Departure>>,
+    /// Bytes (UDP payload) that reached the client over the bottleneck by
+    /// each arrival, when the connection is sampled.
+    delivered: Option<Vec<(SimTime, u64)>>,
 }
 
 impl ConnectionPair {
     /// The client's application.
     pub fn client_app(&self) -> &ClientApp<SimTime> {
         &self.client_app
+    }
+
+    /// When sampled ([`World::start_connection`]): the bytes of the
+    /// server's datagrams that reached the client by each arrival, what the
+    /// bottleneck carried for this connection (retransmissions included,
+    /// and without the head-of-line waits the application sees).
+    pub fn delivered(&self) -> Option<&[(SimTime, u64)]> {
+        self.delivered.as_deref()
     }
 }
 
@@ -303,7 +319,8 @@ pub struct ConnectionRecord {
 /// A client and a server that run connections one after another.
 pub struct Flow {
     client: SimClient,
-    server: SimServer,
+    /// The number of its server in [`World`]'s servers.
+    server: usize,
     app: Protocol,
     client_ip: IpAddr,
     server_addr: SocketAddr,
@@ -327,8 +344,14 @@ impl Flow {
 }
 
 /// Flows over a shared bottleneck, in virtual time.
+///
+/// Each flow is one client; its server is its own ([`World::add_flow`]) or
+/// one that several flows share ([`World::add_server`],
+/// [`World::add_client`]), as a crowd of clients shares one `cr-server`
+/// process, its token keys and its saved-set guard.
 pub struct World {
     network: Network,
+    servers: Vec<SimServer>,
     flows: Vec<Flow>,
 }
 
@@ -346,6 +369,7 @@ impl World {
                 seq: 0,
                 wakes: HashMap::new(),
             },
+            servers: Vec::new(),
             flows: Vec::new(),
         }
     }
@@ -370,10 +394,10 @@ impl World {
         [&mut self.network.to_server, &mut self.network.to_client]
     }
 
-    /// Adds a flow; returns its number. With `full_traces` both endpoints of
-    /// its connections keep complete qlog traces (for files and plots);
-    /// without, the server keeps only its Careful Resume events, all a
-    /// report reads.
+    /// Adds a flow with a server of its own; returns its number. With
+    /// `full_traces` both endpoints of its connections keep complete qlog
+    /// traces (for files and plots); without, the server keeps only its
+    /// Careful Resume events, all a report reads.
     pub fn add_flow(
         &mut self,
         settings: EndpointSettings,
@@ -382,9 +406,11 @@ impl World {
         let index = self.flows.len();
         let flow = index as u64;
         let host = u8::try_from(index + 1).unwrap_or(u8::MAX);
+        let server = self.servers.len();
+        self.servers.push(SimServer::new(settings, flow)?);
         self.flows.push(Flow {
             client: SimClient::new(settings, flow)?,
-            server: SimServer::new(settings, flow)?,
+            server,
             app: settings.app,
             client_ip: IpAddr::V4(Ipv4Addr::new(192, 0, 2, host)),
             server_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, host)), 443),
@@ -393,6 +419,55 @@ impl World {
             pair: None,
         });
         Ok(index)
+    }
+
+    /// Adds a server that clients added with [`World::add_client`] share
+    /// (one token key, one saved-set guard), minting tokens as `tokens`
+    /// says; returns its number. Its address is 203.0.113.N:443.
+    pub fn add_server(
+        &mut self,
+        settings: EndpointSettings,
+        tokens: TokenConfig,
+    ) -> Result<usize, SimError> {
+        let index = self.servers.len();
+        // Numbers above any flow's keep connection IDs and keys apart
+        // from those of the flows' own servers.
+        let number = SHARED_SERVER_NUMBERS + index as u64;
+        self.servers
+            .push(SimServer::with_tokens(settings, number, tokens)?);
+        Ok(index)
+    }
+
+    /// Adds a flow whose client, at `client_ip`, connects to the shared
+    /// server `server` ([`World::add_server`]); returns its number.
+    pub fn add_client(
+        &mut self,
+        settings: EndpointSettings,
+        server: usize,
+        client_ip: IpAddr,
+        full_traces: bool,
+    ) -> Result<usize, SimError> {
+        if server >= self.servers.len() {
+            return Err(SimError::Scenario(format!("no server {server}")));
+        }
+        let index = self.flows.len();
+        let host = u8::try_from(server + 1).unwrap_or(u8::MAX);
+        self.flows.push(Flow {
+            client: SimClient::new(settings, index as u64)?,
+            server,
+            app: settings.app,
+            client_ip,
+            server_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::new(203, 0, 113, host)), 443),
+            full_traces,
+            generations: 0,
+            pair: None,
+        });
+        Ok(index)
+    }
+
+    /// Every server's metrics, in the order they were added.
+    pub fn server_metrics(&self) -> Vec<cr_endpoint::MetricsSnapshot> {
+        self.servers.iter().map(SimServer::metrics).collect()
     }
 
     /// The flow numbered `flow`.
@@ -441,6 +516,7 @@ impl World {
             token_presented,
             server_datagrams: DatagramSizes::default(),
             server_departures: f.full_traces.then(Vec::new),
+            delivered: sample.then(Vec::new),
         });
         self.service_client(flow)?;
         Ok(previous)
@@ -452,7 +528,7 @@ impl World {
         let f = self.flows.get_mut(flow)?;
         let mut pair = f.pair.take()?;
         if let Some(server) = pair.server.as_mut() {
-            f.server.retire(server, &self.network.now);
+            self.servers[f.server].retire(server, &self.network.now);
         }
         self.network
             .wakes
@@ -507,6 +583,39 @@ impl World {
                     deadline.as_secs_f64()
                 )));
             }
+            steps_here = if next == self.now() {
+                steps_here + 1
+            } else {
+                0
+            };
+            if steps_here > MAX_STEPS_AT_ONE_INSTANT {
+                return Err(SimError::Stalled(format!(
+                    "time does not advance at {:.6} s",
+                    next.as_secs_f64()
+                )));
+            }
+            self.step(next)?;
+        }
+    }
+
+    /// Runs until `done` holds (true) or until nothing is left to happen
+    /// before `until` (false; the clock then stands at `until`).
+    pub fn run_until_or(
+        &mut self,
+        until: SimTime,
+        mut done: impl FnMut(&World) -> bool,
+    ) -> Result<bool, SimError> {
+        let mut steps_here = 0;
+        loop {
+            if done(self) {
+                return Ok(true);
+            }
+            let Some(next) = self.next_time().filter(|&t| t <= until) else {
+                if until > self.now() {
+                    self.network.now = self.network.clock.set(until);
+                }
+                return Ok(false);
+            };
             steps_here = if next == self.now() {
                 steps_here + 1
             } else {
@@ -636,8 +745,13 @@ impl World {
     }
 
     fn deliver_to_client(&mut self, flow: usize, mut bytes: Vec<u8>) -> Result<(), SimError> {
+        let now = self.network.now.sim;
         let f = &mut self.flows[flow];
         if let Some(pair) = f.pair.as_mut() {
+            if let Some(delivered) = pair.delivered.as_mut() {
+                let total = delivered.last().map_or(0, |&(_, b)| b) + bytes.len() as u64;
+                delivered.push((now, total));
+            }
             let info = quiche::RecvInfo {
                 from: f.server_addr,
                 to: pair.client_addr,
@@ -655,6 +769,7 @@ impl World {
         let Some(pair) = f.pair.as_mut() else {
             return Ok(());
         };
+        let server_of_flow = &mut self.servers[f.server];
         if pair.server.is_none() {
             let keep = if f.full_traces {
                 Keep::Everything
@@ -662,8 +777,7 @@ impl World {
                 Keep::CarefulResume
             };
             pair.server =
-                f.server
-                    .accept(&mut bytes, f.server_addr, pair.client_addr, keep, &now)?;
+                server_of_flow.accept(&mut bytes, f.server_addr, pair.client_addr, keep, &now)?;
             if pair.server.is_some() {
                 pair.server_created_at = Some(now.sim);
             }
@@ -673,7 +787,7 @@ impl World {
                 from: pair.client_addr,
                 to: f.server_addr,
             };
-            f.server.recv(server, &mut bytes, info);
+            server_of_flow.recv(server, &mut bytes, info);
         }
         self.service_server(flow)
     }
@@ -719,7 +833,7 @@ impl World {
         let generation = pair.generation;
         let datagrams = &mut pair.server_datagrams;
         let departures = &mut pair.server_departures;
-        f.server.serve(server, &now, |conn| {
+        self.servers[f.server].serve(server, &now, |conn| {
             network.flush(
                 conn,
                 flow,
