@@ -80,7 +80,7 @@ pub struct Crowd {
     /// The servers' congestion controller.
     pub cc: CongestionControl,
     /// How Reno and CUBIC end their first slow start: HyStart++ as in every
-    /// other simulation by default (`cr-server` defaults to SEARCH).
+    /// other simulation and `cr-server` by default).
     pub slow_start: SlowStart,
     /// Drop-tail queue per direction.
     pub queue: QueueLimit,

@@ -56,7 +56,7 @@ pub struct EndpointSettings {
     /// The server's congestion controller.
     pub cc: CongestionControl,
     /// How Reno and CUBIC end their first slow start (sessions: HyStart++,
-    /// quiche's default; `cr-server` defaults to SEARCH).
+    /// quiche's default, as `cr-server` by default).
     pub slow_start: SlowStart,
     /// The application protocol.
     pub app: Protocol,

@@ -166,6 +166,7 @@ pub mod crowd;
 pub mod demo;
 pub mod endpoint;
 pub mod error;
+pub mod first_connections;
 pub mod link;
 pub mod output;
 pub mod packing;

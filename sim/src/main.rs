@@ -28,6 +28,7 @@ use cr_sim::cgnat;
 use cr_sim::cgnat::Cgnat;
 use cr_sim::crowd;
 use cr_sim::crowd::Crowd;
+use cr_sim::first_connections;
 use cr_sim::output;
 use cr_sim::run_session;
 use cr_sim::scenario::Competing;
@@ -136,6 +137,10 @@ struct RunArgs {
     /// Do not present the token: the baseline.
     #[arg(long)]
     no_resume: bool,
+    /// How Reno and CUBIC end their first slow start: HyStart++ (quiche's
+    /// and cr-server's default) or SEARCH.
+    #[arg(long, value_enum, default_value_t)]
+    slow_start: SlowStart,
     /// A long download by another client shares the bottleneck from the
     /// start (with the server's controller).
     #[arg(long)]
@@ -173,7 +178,7 @@ struct CrowdArgs {
     #[arg(long, value_enum, default_value = "cubic")]
     cc: CongestionControl,
     /// How Reno and CUBIC end their first slow start (HyStart++, as in
-    /// every other simulation; cr-server defaults to SEARCH).
+    /// every other simulation, as cr-server by default).
     #[arg(long, value_enum, default_value = "hystart")]
     slow_start: SlowStart,
     /// The crowd's clients start within this of the first (seeded uniform
@@ -303,6 +308,7 @@ impl RunArgs {
             resume: !self.no_resume,
             close_when_done: self.close_when_done,
             small_packets: self.small_packets,
+            slow_start: self.slow_start,
             competing: self.competing.then(Competing::default),
             ..Scenario::default()
         }
@@ -377,6 +383,8 @@ fn run(command: Command) -> Result<(), String> {
         Command::Suite { json } => {
             let results = suite::run(suite::cases());
             let crowds = suite::run_crowds(suite::crowd_cases());
+            let first =
+                first_connections::run(&[CongestionControl::Cubic, CongestionControl::Reno]);
             if json {
                 // The sessions' objects, then the crowds' (`crowd` in place
                 // of `resumed` and `baseline`).
@@ -387,6 +395,8 @@ fn run(command: Command) -> Result<(), String> {
                 for value in crowds.iter().map(serde_json::to_value) {
                     all.push(value.map_err(|e| e.to_string())?);
                 }
+                // Then the first-connection sweep, one object.
+                all.push(serde_json::json!({ "first_connections": first }));
                 println!("{}", to_json(&all)?);
             } else {
                 print!("{}", suite::render(&results));
@@ -394,6 +404,8 @@ fn run(command: Command) -> Result<(), String> {
                 print!("{}", suite::render_packing(&results));
                 println!("\nflash crowds (each client measured the path alone, then all start within 100 ms; resume: presenting their tokens, baseline: not):\n");
                 print!("{}", suite::render_crowds(&crowds));
+                println!("\nfirst connections, HyStart++ against SEARCH (1xBDP drop-tail queue; \"vs ideal\": against ideal doubling slow start; saved: the capacity the connection saved over the BDP):\n");
+                print!("{}", first_connections::render(&first));
                 let walls = results
                     .iter()
                     .map(|r| (&r.name, r.wall_s))

@@ -66,6 +66,9 @@ pub struct ScenarioView {
     /// Whether the endpoints sent short packets wherever the congestion
     /// window had a little room (quiche's default).
     pub small_packets: bool,
+    /// How Reno and CUBIC ended their first slow start: `hystart` or
+    /// `search`.
+    pub slow_start: &'static str,
 }
 
 impl ScenarioView {
@@ -90,6 +93,7 @@ impl ScenarioView {
             competing_flow: scenario.competing.is_some(),
             close_when_done: scenario.close_when_done,
             small_packets: scenario.small_packets,
+            slow_start: scenario.slow_start.name(),
         }
     }
 }

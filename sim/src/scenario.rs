@@ -10,6 +10,7 @@ use crate::units::QueueLimit;
 use crate::units::Rate;
 use cr_serve::CongestionControl;
 use cr_serve::Protocol;
+use cr_serve::SlowStart;
 
 /// A competing long download sharing the bottleneck.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -75,6 +76,8 @@ pub struct Scenario {
     /// waiting for room for a full one (silly window avoidance, quiche-cr's
     /// setting).
     pub small_packets: bool,
+    /// How Reno and CUBIC end their first slow start.
+    pub slow_start: SlowStart,
 }
 
 impl Default for Scenario {
@@ -100,6 +103,7 @@ impl Default for Scenario {
             later_sizes: Vec::new(),
             close_when_done: false,
             small_packets: false,
+            slow_start: SlowStart::Hystart,
         }
     }
 }

@@ -150,7 +150,7 @@ fn run_in(
 ) -> Result<SessionOutcome, SimError> {
     let endpoints = EndpointSettings {
         cc: scenario.cc,
-        slow_start: cr_serve::SlowStart::Hystart,
+        slow_start: scenario.slow_start,
         app: scenario.app,
         resume: scenario.resume,
         seed: scenario.seed,
