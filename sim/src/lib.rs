@@ -53,7 +53,8 @@
 //!     "rate2_bps": u64|null, "rtt2_s": f64|null, "queue_bytes": u64,
 //!     "gap_s": f64, "jitter_s": f64, "seed": u64, "resume": bool,
 //!     "competing_flow": bool, "close_when_done": bool,
-//!     "small_packets": bool      // quiche's default packet sizes, not quiche-cr's
+//!     "small_packets": bool,     // quiche's default packet sizes, not quiche-cr's
+//!     "slow_start": "hystart"|"search"
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path
 //!   "connections": [             // [first, second, ...]
@@ -106,7 +107,8 @@
 //! prints an array of `{"name", "about", "resumed": {"Ok": report} |
 //! {"Err": message}, "baseline": ..., "small_packets": ..., "wall_s"}`,
 //! then one `{"name", "about", "crowd": {"Ok": crowd report} | {"Err":
-//! message}, "wall_s"}` per flash crowd.
+//! message}, "wall_s"}` per flash crowd, then `{"first_connections":
+//! [row]}`, the first-connection sweep ([`first_connections::SweepRow`]).
 //!
 //! # Flash crowds: `cr-sim crowd --json` ([`crowd`])
 //!
