@@ -456,7 +456,7 @@ pub struct CgnatReport {
 pub fn run(cgnat: &Cgnat) -> Result<CgnatReport, SimError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let results =
-        crate::suite::run_parallel(ARMS.to_vec(), threads, |(_, prefix)| run_arm(cgnat, prefix));
+        crate::parallel::run_parallel(ARMS.to_vec(), threads, |(_, prefix)| run_arm(cgnat, prefix));
     let results = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let baseline = results
         .first()

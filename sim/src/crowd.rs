@@ -626,7 +626,7 @@ impl CrowdReport {
 /// Runs both arms of `crowd` (side by side on two threads: each has its own
 /// virtual clock) and reports them.
 pub fn run(crowd: &Crowd) -> Result<CrowdReport, SimError> {
-    let arms = crate::suite::run_parallel(vec![true, false], 2, |resume| run_arm(crowd, resume));
+    let arms = crate::parallel::run_parallel(vec![true, false], 2, |resume| run_arm(crowd, resume));
     let mut arms = arms.into_iter();
     let (Some(resume), Some(baseline)) = (arms.next(), arms.next()) else {
         return Err(SimError::Stalled("an arm did not run".into()));

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use crate::error::SimError;
 use crate::output;
+use crate::parallel::run_parallel;
 use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::session::run_session;
-use crate::suite::run_parallel;
 use crate::table;
 use crate::units::ByteSize;
 

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::parallel::run_parallel;
 use crate::report::Report;
 use crate::scenario::Scenario;
-use crate::suite::run_parallel;
 use crate::table;
 use crate::units::Rate;
 use cr_serve::{CongestionControl, SlowStart};

@@ -172,6 +172,7 @@ pub mod first_connections;
 pub mod link;
 pub mod output;
 pub mod packing;
+pub mod parallel;
 pub mod qlog_capture;
 pub mod report;
 pub mod rng;

@@ -6,10 +6,6 @@
 //! virtual clock is thread-local), so running them side by side changes
 //! nothing in their results.
 
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering;
-use std::sync::Mutex;
-use std::sync::PoisonError;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -19,6 +15,7 @@ use crate::crowd::Crowd;
 use crate::crowd::CrowdReport;
 use crate::error::SimError;
 use crate::packing::PackingReport;
+use crate::parallel::run_parallel;
 use crate::report::Report;
 use crate::scenario::Competing;
 use crate::scenario::Scenario;
@@ -334,37 +331,6 @@ impl CaseResult {
         let baseline = self.baseline.as_ref().ok()?.last().completion_s?;
         (baseline > 0.0).then(|| resumed / baseline)
     }
-}
-
-/// Runs `jobs` on up to `threads` threads; results in the order of `jobs`.
-pub fn run_parallel<T: Send, R: Send>(
-    jobs: Vec<T>,
-    threads: usize,
-    work: impl Fn(T) -> R + Sync,
-) -> Vec<R> {
-    let count = jobs.len();
-    let queue: Vec<Mutex<Option<T>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
-    let results: Vec<Mutex<Option<R>>> = (0..count).map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, count.max(1)) {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                let Some(slot) = queue.get(index) else { break };
-                let job = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
-                if let Some(job) = job {
-                    let result = work(job);
-                    *results[index]
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner) = Some(result);
-                }
-            });
-        }
-    });
-    results
-        .into_iter()
-        .filter_map(|r| r.into_inner().unwrap_or_else(PoisonError::into_inner))
-        .collect()
 }
 
 /// One session's report, or why it failed.
