@@ -67,25 +67,25 @@ fn the_diff_against_upstreams_example_stays_small() {
     );
 }
 
-/// Builds the example (the profile of this test) and returns its path.
-fn build_example() -> PathBuf {
-    let mut build = Command::new(env!("CARGO"));
-    build.args(["build", "-p", "cr-endpoint", "--example", "http3-server-cr"]);
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    let status = build
-        .current_dir(repository())
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "the example builds");
+/// The example's binary, as `cargo test` of the workspace builds it
+/// beside this test (examples are built with the tests). A nested `cargo
+/// build` would resolve quiche's features without the dev-dependencies and
+/// overwrite the `libquiche.rlib` the other tests link against.
+fn example_binary() -> PathBuf {
     // target/<profile>/deps/<this test> -> target/<profile>/examples/
     let exe = std::env::current_exe().expect("the test's path");
     let profile = exe
         .parent()
         .and_then(Path::parent)
         .expect("target/<profile>");
-    profile.join("examples/http3-server-cr")
+    let example = profile.join("examples/http3-server-cr");
+    assert!(
+        example.exists(),
+        "{} is missing: run the workspace's tests (make test, or cargo test --workspace), \
+         which build cr-endpoint's examples",
+        example.display()
+    );
+    example
 }
 
 /// A fresh directory of this test, removed when dropped.
@@ -199,7 +199,7 @@ fn twice(relay: &RelayHandle, token_file: &Path, name: &str) -> [DownloadReport;
 
 #[test]
 fn upstreams_example_resumes_as_fast_as_cr_server() {
-    let exe = build_example();
+    let exe = example_binary();
     let dir = example_directory();
     let tokens = Scratch::new("tokens");
 
