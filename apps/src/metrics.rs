@@ -8,7 +8,8 @@
 //! `cr_tokens_presented`, `cr_addresses_validated`,
 //! `cr_tokens_minted{kind="address"|"bdp"}`, `cr_resumes_refused{reason}`
 //! (see [`cr_endpoint::Refusal`]), `cr_resumes_granted`, `cr_jumps`,
-//! `cr_jumps_validated`, `cr_jumps_unused`, `cr_jumps_retreated`.
+//! `cr_jumps_validated`, `cr_jumps_unused`, `cr_jumps_limited`,
+//! `cr_jumps_retreated`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,7 +30,7 @@ struct Counters(Arc<ServerMetrics>);
 impl Collector for Counters {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s: MetricsSnapshot = self.0.snapshot();
-        let single: [(&str, &str, u64); 9] = [
+        let single: [(&str, &str, u64); 10] = [
             ("cr_connections", "Connections accepted", s.connections),
             (
                 "cr_handshakes_incomplete",
@@ -61,6 +62,11 @@ impl Collector for Counters {
                 "cr_jumps_unused",
                 "Careful Resume jumps that sent less than half of what they opened",
                 s.jumps_unused,
+            ),
+            (
+                "cr_jumps_limited",
+                "Careful Resume jumps lowered to their share of the jump budget (clients resuming together)",
+                s.jumps_limited,
             ),
             (
                 "cr_jumps_retreated",

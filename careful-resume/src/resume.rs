@@ -419,9 +419,44 @@ impl CarefulResume {
         ))
     }
 
-    /// The jump window: min(max_jump, saved_cwnd / 2).
+    /// The jump window: min(max_jump, saved_cwnd / 2), or less where
+    /// [`CarefulResume::limit_jump`] lowered it.
     pub fn jump_window(&self) -> usize {
         self.jump_window
+    }
+
+    /// Lowers the jump window to at most `max_jump` bytes, before the jump
+    /// or while it is unvalidated: a server that shares out how much
+    /// unvalidated data its connections may have in flight together (many
+    /// clients resuming at once may share one bottleneck) lowers each jump
+    /// to its share as more connections jump. RFC 9959 lets a sender jump
+    /// to less than half the saved window. Before the jump, a window the
+    /// jump no longer exceeds ends Careful Resume at the jump, and the
+    /// connection slow-starts as one without a saved set; during it, the
+    /// window never goes below twice the flight the jump started from (what
+    /// slow start would have sent in the round), and the sender sends no
+    /// more unvalidated data once its flight reaches it.
+    /// Only the jump is lowered: slow start after it is not capped.
+    ///
+    /// Returns whether the window changed.
+    pub fn limit_jump(&mut self, max_jump: usize) -> bool {
+        let floor = match self.phase {
+            _ if !self.is_active() => return false,
+            Phase::Reconnaissance => 0,
+            // Slow start would have sent twice the flight in this round:
+            // a lowered jump never sends less.
+            Phase::Unvalidated => self.pipesize_at_jump.saturating_mul(2),
+            Phase::Validating | Phase::SafeRetreat | Phase::Normal => return false,
+        };
+        let lowered = self.jump_window.min(max_jump.max(floor));
+        let changed = lowered != self.jump_window;
+        self.jump_window = lowered;
+        if self.phase == Phase::Unvalidated {
+            // The rest of the jump is paced at the lowered rate, and the
+            // path's delivery of it is judged against that rate.
+            self.jump_rate = self.probing_rate();
+        }
+        changed
     }
 
     /// PipeSize: the capacity validated so far, in bytes.

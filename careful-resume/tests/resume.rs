@@ -143,6 +143,68 @@ fn a_refusal_after_the_sender_was_ready_ends_careful_resume() {
 }
 
 #[test]
+fn a_limited_jump_goes_to_the_limit_and_paces_over_it() {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    assert!(cr.limit_jump(pkts(40)));
+    // A limit above the current jump window changes nothing.
+    assert!(!cr.limit_jump(pkts(60)));
+    assert_eq!(cr.jump_window(), pkts(40));
+    let t = assert_change(
+        ready_to_jump(&mut cr, &clock),
+        Phase::Reconnaissance,
+        Phase::Unvalidated,
+        Trigger::CongestionWindowLimited,
+    );
+    assert_eq!(t.cwnd, Some(pkts(40)));
+    // The saved set itself is unchanged: only the jump is lowered.
+    assert_eq!(t.saved, saved(200));
+    // Paced over the lowered window: 40 packets in the 100 ms RTT.
+    assert_eq!(cr.pacing_rate(), Some(480_000));
+    // While unvalidated the window may go lower, never below twice the
+    // flight the jump started from (the initial window here): what slow
+    // start would have sent in the round.
+    assert!(cr.limit_jump(pkts(30)));
+    assert_eq!(cr.window(), Some(WindowControl::Fixed(pkts(30))));
+    assert_eq!(cr.pacing_rate(), Some(360_000));
+    assert!(cr.limit_jump(pkts(1)));
+    assert_eq!(cr.window(), Some(WindowControl::Fixed(pkts(20))));
+    assert!(!cr.limit_jump(0));
+}
+
+#[test]
+fn a_jump_being_validated_can_no_longer_be_limited() {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    ready_to_jump(&mut cr, &clock).expect("the jump");
+    // Fill the jump: the last packet it allows ends Unvalidated.
+    let mut pn = 10;
+    while cr.phase() == Phase::Unvalidated {
+        cr.on_packet_sent(&sent(pn, pkts(pn as usize + 1), true, clock.at(102)));
+        pn += 1;
+    }
+    assert_eq!(cr.phase(), Phase::Validating);
+    assert!(!cr.limit_jump(pkts(20)));
+    assert_eq!(cr.jump_window(), pkts(100));
+}
+
+#[test]
+fn a_jump_limited_to_the_initial_window_ends_careful_resume_without_a_jump() {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    assert!(cr.limit_jump(pkts(10)));
+    let t = assert_change(
+        ready_to_jump(&mut cr, &clock),
+        Phase::Reconnaissance,
+        Phase::Normal,
+        Trigger::CongestionWindowLimited,
+    );
+    assert_eq!((t.cwnd, t.ssthresh), (None, None));
+    assert!(!cr.jumped());
+    assert!(!t.saved_set_consumed);
+}
+
+#[test]
 fn an_answer_nobody_awaits_is_ignored() {
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config(), saved(200));

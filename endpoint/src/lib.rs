@@ -51,6 +51,10 @@
 //!    or so), then `send`. When you drop a connection, call
 //!    [`ResumeServer::on_closed`]. Send each packet at the time quiche
 //!    gives (`SendInfo::at`): RFC 9959 paces the jump.
+//!    Clients that resume at the same time may share a bottleneck the
+//!    server cannot see: [`ResumeConfig::jump_budget`] ([`JumpBudget`], on
+//!    by default) shares their jumps out, so that a crowd of resumes does
+//!    not flood it.
 //! 6. **What it did.** Per connection, [`Accepted::stats`] (or
 //!    [`ResumeSession::stats`]) gives a [`ResumeStats`]; server-wide,
 //!    [`ResumeServer::metrics`] counts tokens, refusals by [`Refusal`],
@@ -87,12 +91,14 @@
 //! quiche's `examples/http3-server.rs` in 21 added and 4 removed lines
 //! (`make quiche` writes the result to `endpoint/examples/`).
 
+mod budget;
 mod client;
 mod error;
 mod metrics;
 mod server;
 mod stats;
 
+pub use budget::JumpBudget;
 pub use client::{announced_ex_token, ClientConfig, RequestedCapacity, ResumeClient};
 pub use error::Error;
 pub use metrics::{MetricsSnapshot, Refusal, ServerMetrics};
@@ -110,5 +116,6 @@ pub use ex_token;
 // what it reports, inlined so that these docs are all a server needs.
 #[doc(inline)]
 pub use ex_token::{
-    KeyRing, MemoryGuard, NoResume, SavedParameters, SystemRng, TokenGuard, TokenKey, TokenServer,
+    AddressPrefixes, KeyRing, MemoryGuard, NoResume, SavedParameters, SystemRng, TokenGuard,
+    TokenKey, TokenServer,
 };

@@ -115,6 +115,7 @@ pub struct ServerMetrics {
     jumps: AtomicU64,
     jumps_validated: AtomicU64,
     jumps_unused: AtomicU64,
+    jumps_limited: AtomicU64,
     retreats: AtomicU64,
 }
 
@@ -150,6 +151,10 @@ pub struct MetricsSnapshot {
     /// large responses mean the server loop does not write to its streams
     /// where the docs say.
     pub jumps_unused: u64,
+    /// Jumps lowered to their share of the jump budget (or called off)
+    /// because other connections jumped at the same time (see
+    /// [`crate::JumpBudget`]). Many of them mean clients resume in crowds.
+    pub jumps_limited: u64,
     /// Jumps that met congestion and retreated (Safe Retreat).
     pub retreats: u64,
 }
@@ -177,6 +182,7 @@ impl ServerMetrics {
             jumps: read(&self.jumps),
             jumps_validated: read(&self.jumps_validated),
             jumps_unused: read(&self.jumps_unused),
+            jumps_limited: read(&self.jumps_limited),
             retreats: read(&self.retreats),
         }
     }
@@ -223,6 +229,10 @@ impl ServerMetrics {
 
     pub(crate) fn on_jump_unused(&self) {
         add(&self.jumps_unused);
+    }
+
+    pub(crate) fn on_jump_limited(&self) {
+        add(&self.jumps_limited);
     }
 
     pub(crate) fn on_retreat(&self) {

@@ -12,6 +12,7 @@ use ex_token::{
     SavedSet, SystemRng, TokenGuard, TokenKey, TokenRejected, TokenServer,
 };
 
+use crate::budget::{JumpBudget, JumpShares, Share};
 use crate::metrics::ServerMetrics;
 use crate::Error;
 
@@ -28,6 +29,10 @@ pub struct ResumeConfig {
     pub max_jump: Option<usize>,
     /// Which reading of "the initial data was acknowledged" gates the jump.
     pub initial_data: InitialData,
+    /// How much unvalidated data the jumps of connections resuming at the
+    /// same time may have in flight together (see [`JumpBudget`]); `None`
+    /// lets every jump go in full, however many there are.
+    pub jump_budget: Option<JumpBudget>,
 }
 
 impl Default for ResumeConfig {
@@ -36,6 +41,7 @@ impl Default for ResumeConfig {
             address_token_lifetime: Duration::from_secs(24 * 3600),
             max_jump: None,
             initial_data: InitialData::default(),
+            jump_budget: Some(JumpBudget::default()),
         }
     }
 }
@@ -92,6 +98,11 @@ pub struct ResumeSession {
     phases_counted: usize,
     /// Whether an unused jump was counted and logged.
     jump_unused_reported: bool,
+    /// This connection's place in the server's jump budget, held from the
+    /// grant until the jump is no longer unvalidated.
+    share: Option<Share>,
+    /// Whether the jump was lowered to its share (counted once).
+    jump_limited: bool,
 }
 
 impl ResumeSession {
@@ -117,6 +128,8 @@ impl ResumeSession {
             bdp_tokens_sent: 0,
             phases_counted: 0,
             jump_unused_reported: false,
+            share: None,
+            jump_limited: false,
         }
     }
 
@@ -152,6 +165,7 @@ pub struct ResumeServer<R: Rng = SystemRng, G: TokenGuard = MemoryGuard> {
     guard: G,
     config: ResumeConfig,
     metrics: Arc<ServerMetrics>,
+    shares: JumpShares,
 }
 
 impl ResumeServer {
@@ -180,6 +194,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         ResumeServer {
             tokens,
             guard,
+            shares: JumpShares::new(config.jump_budget),
             config,
             metrics: Arc::default(),
         }
@@ -332,6 +347,10 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             return;
         }
         session.claim = ClaimState::Answered(outcome);
+        if outcome.is_granted() {
+            self.take_share(conn, session);
+            self.share_jump(conn, session);
+        }
         conn.careful_resume_claim_answered(outcome.is_granted())
             .ok();
         if outcome.is_granted() {
@@ -341,6 +360,58 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             while conn.careful_resume_observation_next().is_some() {}
         }
         self.on_claim_answered(session, outcome);
+    }
+
+    /// Takes the granted connection's place in the jump budget.
+    fn take_share<F: BufFactory>(&self, conn: &quiche::Connection<F>, session: &mut ResumeSession) {
+        let Some(jump) = conn
+            .careful_resume()
+            .and_then(|resume| resume.queue_window())
+        else {
+            return;
+        };
+        session.share = self.shares.take(session.peer.ip(), jump);
+    }
+
+    /// Lowers the connection's jump, to come or unvalidated, to what the
+    /// jump budget allows now (more connections may have jumped since the
+    /// last look), and gives its place back once the jump is no longer
+    /// unvalidated (being validated, retreated, never made) or the
+    /// connection is closing.
+    fn share_jump<F: BufFactory>(
+        &self,
+        conn: &mut quiche::Connection<F>,
+        session: &mut ResumeSession,
+    ) {
+        let Some(share) = &session.share else {
+            return;
+        };
+        let unvalidated = conn.careful_resume().is_some_and(|resume| {
+            resume.is_active()
+                && matches!(resume.phase(), Phase::Reconnaissance | Phase::Unvalidated)
+        });
+        if !unvalidated || session.closed {
+            if let Some(share) = session.share.take() {
+                self.shares.give_back(share);
+            }
+            return;
+        }
+        let allowance = self.shares.allowance(share);
+        let before = conn
+            .careful_resume()
+            .map_or(0, |resume| resume.jump_window());
+        if allowance < before && conn.limit_careful_resume_jump(allowance).is_ok() {
+            if !std::mem::replace(&mut session.jump_limited, true) {
+                self.metrics.on_jump_limited();
+            }
+            log::debug!(
+                "{}: Careful Resume jump lowered from {before} to {} B: other jumps are \
+                 unvalidated",
+                session.peer,
+                conn.careful_resume()
+                    .map_or(0, |resume| resume.jump_window()),
+            );
+        }
     }
 
     /// Counts a claim's answer; a refusal stops the session resuming.
@@ -375,6 +446,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         // The answer may have come meanwhile; without one the set stays
         // claimed until it expires (never used twice).
         self.poll_claim(conn, session);
+        self.share_jump(conn, session);
         let jumped = conn.careful_resume().is_some_and(|r| r.jumped());
         if let (ClaimState::Answered(ClaimOutcome::Granted), Some(presented)) =
             (&session.claim, &session.presented)
@@ -492,6 +564,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         self.start_claim(conn, session, now);
         self.poll_claim(conn, session);
         self.count_phases(conn, session, now);
+        self.share_jump(conn, session);
         // A connection that is closing sends no more data: it can no
         // longer jump.
         if conn.is_closed() || conn.is_draining() {

@@ -102,6 +102,10 @@ pub struct Crowd {
     /// capacity (Requested Capacity), so its jump is at most half of it:
     /// what smaller jumps would do. `None`: as saved.
     pub requested_capacity: Option<u64>,
+    /// Whether the server shares out the jumps of connections resuming at
+    /// the same time ([`cr_endpoint::JumpBudget`], `cr-server`'s default);
+    /// false: every client jumps in full, as before the safeguard.
+    pub jump_budget: bool,
 }
 
 impl Default for Crowd {
@@ -122,6 +126,7 @@ impl Default for Crowd {
             app: Protocol::H3,
             resumers: None,
             requested_capacity: None,
+            jump_budget: true,
         }
     }
 }
@@ -174,7 +179,11 @@ pub fn client_ip(index: usize) -> IpAddr {
 }
 
 /// The settings of every endpoint of a crowd (or prefix) run.
-pub(crate) fn endpoint_settings(scenario: &Scenario, slow_start: SlowStart) -> EndpointSettings {
+pub(crate) fn endpoint_settings(
+    scenario: &Scenario,
+    slow_start: SlowStart,
+    jump_budget: bool,
+) -> EndpointSettings {
     EndpointSettings {
         cc: scenario.cc,
         slow_start,
@@ -184,6 +193,7 @@ pub(crate) fn endpoint_settings(scenario: &Scenario, slow_start: SlowStart) -> E
         close_when_done: false,
         small_packets: scenario.small_packets,
         requested_capacity: None,
+        jump_budget: jump_budget.then(Default::default),
     }
 }
 
@@ -235,7 +245,7 @@ pub fn run_arm(crowd: &Crowd, resume: bool) -> Result<ArmOutcome, SimError> {
 }
 
 fn arm_in(world: &mut World, crowd: &Crowd, scenario: &Scenario) -> Result<ArmOutcome, SimError> {
-    let endpoints = endpoint_settings(scenario, crowd.slow_start);
+    let endpoints = endpoint_settings(scenario, crowd.slow_start, crowd.jump_budget);
     let server = world.add_server(endpoints, TokenConfig::default())?;
     let flows = (0..crowd.clients)
         .map(|i| {
@@ -507,6 +517,8 @@ pub struct CrowdView {
     /// What-if: the Requested Capacity each client of the `resume` arm
     /// presented, bytes (`null`: as saved).
     pub requested_capacity_bytes: Option<u64>,
+    /// Whether the server shared out concurrent jumps (the safeguard).
+    pub jump_budget: bool,
 }
 
 /// The clients' lone downloads, before the crowd (the resume arm's; the
@@ -567,6 +579,7 @@ impl CrowdReport {
                 seed: crowd.seed,
                 resumers: crowd.resumers,
                 requested_capacity_bytes: crowd.requested_capacity,
+                jump_budget: crowd.jump_budget,
             },
             limit_s: round_s(limit.as_secs_f64()),
             crowd_limit_s: round_s(Scenario::limit(total, crowd.rate, crowd.rtt).as_secs_f64()),

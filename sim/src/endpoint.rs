@@ -77,6 +77,9 @@ pub struct EndpointSettings {
     /// the Requested Capacity of the tokens it presents); `None`: whatever
     /// was saved.
     pub requested_capacity: Option<u64>,
+    /// How the server shares out jumps among connections resuming at the
+    /// same time (`cr-server`'s default); `None`: every jump in full.
+    pub jump_budget: Option<cr_endpoint::JumpBudget>,
 }
 
 /// Settings shared by client and server configurations.
@@ -195,8 +198,11 @@ impl SimServer {
         let mut rng = SimRng::new(settings.seed ^ flow.rotate_left(32));
         let key = TokenKey::generate(0, &mut rng).map_err(|e| SimError::Setup(e.to_string()))?;
         let tokens = TokenServer::new(KeyRing::new(key), rng, tokens);
-        let resume =
-            ResumeServer::new(tokens, MemoryGuard::new(GUARD_CAPACITY), Default::default());
+        let resume_config = cr_endpoint::ResumeConfig {
+            jump_budget: settings.jump_budget,
+            ..Default::default()
+        };
+        let resume = ResumeServer::new(tokens, MemoryGuard::new(GUARD_CAPACITY), resume_config);
         resume.configure(&mut config)?;
 
         Ok(SimServer {

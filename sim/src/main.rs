@@ -209,6 +209,10 @@ struct CrowdArgs {
     /// this capacity (Requested Capacity), e.g. 100kB: smaller jumps.
     #[arg(long)]
     requested_capacity: Option<ByteSize>,
+    /// What-if: the server lets every jump go in full, however many
+    /// clients resume at once (no jump budget: as before the safeguard).
+    #[arg(long)]
+    no_jump_budget: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -285,6 +289,7 @@ impl CrowdArgs {
             app: self.app,
             resumers: self.resumers,
             requested_capacity: self.requested_capacity.map(|b| b.0),
+            jump_budget: !self.no_jump_budget,
         }
     }
 }

@@ -157,6 +157,7 @@ fn run_in(
         close_when_done: scenario.close_when_done,
         small_packets: scenario.small_packets,
         requested_capacity: None,
+        jump_budget: Some(Default::default()),
     };
     let main = world.add_flow(endpoints, full_traces)?;
     let competitor = match scenario.competing {

@@ -492,20 +492,19 @@ fn crowd_results() -> &'static [suite::CrowdResult] {
 }
 
 /// Issue 27: N clients that each measured the path alone resume within
-/// 100 ms of one another, on /24s of their own: every one jumps, and the
+/// 100 ms of one another, on /24s of their own. The server shares out the
+/// jumps (`cr_endpoint::JumpBudget`: while n > 2 jumps are to come or
+/// unvalidated, each may be 2/n of its own), so no jump retreats, and the
 /// resumed crowd is no slower than the same crowd without tokens (median at
 /// most the baseline's, p95 at most 1.1 x), nor less fair (Jain at least
-/// 0.9). Measured (50 Mbit/s, 600 ms, 1 x BDP of queue, 1 MiB): crowd-10
-/// 0.54 x the baseline's median, 0 packets lost either way; crowd-50
-/// 0.85 x, p95 0.95 x, Jain 0.989; crowd-100-bbr2 0.97 x, p95 1.08 x, Jain
-/// 0.989. Known misses, guarded at their measured figures until a
-/// safeguard (the issue's item 3) brings losses under 1.5 x the baseline's:
-/// the jumps together overflow the bottleneck, crowd-50 losing 9.2 x its
-/// baseline's packets (10,460 against 1,132; 49 of 50 retreat),
-/// crowd-100-bbr2 13.0 x (24,533 against 1,888; all 100 retreat); the
-/// issue's real-socket probe (10 clients, 2 MiB at 300 ms, each jumping to
-/// 937 kB) 6,189 against 0 with a p95 1.15 x the baseline's (CUBIC), 2,421
-/// against 94 (BBR2; p95 0.85 x).
+/// 0.9), nor lossier (at most 1.5 x). Measured (seed 1): crowd-10 (50
+/// Mbit/s, 600 ms, 1 MiB) 0.72 x the baseline's median, 0 lost either way;
+/// crowd-50 0.93 x, p95 0.99 x, lost 0.44 x (500 against 1,135), Jain
+/// 0.928, 35 of 50 jump; crowd-100-bbr2 1.00 x (none jumps: a hundredth
+/// of a jump is less than the initial window), lost 0.93 x. The issue's
+/// real-socket probe (10 clients, 2 MiB at 300 ms, each saved the path's
+/// BDP) still misses on losses, guarded at its figures: 1,790 against 0
+/// with CUBIC (6,189 without the budget), 206 against 94 with BBR2 (2,417).
 #[test]
 fn a_resumed_crowd_is_no_slower_than_its_baseline() {
     let results = crowd_results();
@@ -518,16 +517,14 @@ fn a_resumed_crowd_is_no_slower_than_its_baseline() {
         let (resume, baseline) = (&report.resume, &report.baseline);
         let name = &result.name;
         assert_eq!(resume.completed, resume.clients, "{name}: {resume:?}");
-        assert_eq!(resume.engaged, resume.clients, "{name}: {resume:?}");
+        assert_eq!(resume.retreated, 0, "{name}: {resume:?}");
         let median = report
             .ratio(|a| a.median_completion_s)
             .expect("completions");
         assert!(median <= 1.0, "{name}: median {median:.3} x the baseline's");
         let (p95_limit, lost_limit) = match name.as_str() {
-            "crowd-50" => (1.1, 10.0),
-            "crowd-100-bbr2" => (1.1, 14.0),
-            "crowd-10-2MiB-300ms" => (1.2, 7_000.0),
-            "crowd-10-2MiB-300ms-bbr2" => (1.1, 26.0),
+            "crowd-10-2MiB-300ms" => (1.1, 2_000.0),
+            "crowd-10-2MiB-300ms-bbr2" => (1.1, 2.5),
             _ => (1.1, 1.5),
         };
         let p95 = report.ratio(|a| a.p95_completion_s).expect("completions");
@@ -541,4 +538,34 @@ fn a_resumed_crowd_is_no_slower_than_its_baseline() {
             baseline.lost_packets
         );
     }
+}
+
+/// The budget is what keeps the crowd's losses down: the issue's probe
+/// (10 clients, 2 MiB at 300 ms) with every jump in full loses 6,189
+/// packets, more than three times what it loses with the budget (1,790),
+/// and its jumps retreat.
+#[test]
+fn without_the_jump_budget_the_probe_crowd_floods_the_bottleneck() {
+    let case = suite::crowd_cases()
+        .into_iter()
+        .find(|case| case.name == "crowd-10-2MiB-300ms")
+        .expect("the probe");
+    let crowd = cr_sim::crowd::Crowd {
+        jump_budget: false,
+        ..case.crowd
+    };
+    let unshared = cr_sim::crowd::run_arm(&crowd, true).expect("the resumed arm");
+    let shared = crowd_results()
+        .iter()
+        .find(|result| result.name == case.name)
+        .and_then(|result| result.crowd.as_ref().ok())
+        .expect("the probe's report");
+    let unshared = cr_sim::crowd::ArmReport::of(&crowd, &unshared);
+    assert!(
+        unshared.lost_packets > 3 * shared.resume.lost_packets,
+        "{} lost without the budget, {} with it",
+        unshared.lost_packets,
+        shared.resume.lost_packets
+    );
+    assert!(unshared.retreated > 0, "{unshared:?}");
 }

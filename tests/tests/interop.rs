@@ -75,6 +75,7 @@ fn start_server() -> ServerHandle {
         max_jump: None,
         idle_timeout: Duration::from_secs(10),
         small_packets: false,
+        jump_budget: Some(Default::default()),
     })
     .expect("server");
     ServerHandle::spawn(server).expect("server thread")

@@ -141,6 +141,7 @@ fn the_counters_tell_what_each_connection_did() {
             jumps: 2,
             jumps_validated: 1,
             jumps_unused: 0,
+            jumps_limited: 0,
             retreats: 1,
         }
     );

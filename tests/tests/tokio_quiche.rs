@@ -391,6 +391,7 @@ fn a_tokio_quiche_server_resumes_within_five_percent_of_cr_server() {
         max_jump: None,
         idle_timeout: Duration::from_secs(10),
         small_packets: false,
+        jump_budget: Some(Default::default()),
     })
     .expect("cr-server");
     let server = cr_apps::ServerHandle::spawn(server).expect("cr-server thread");

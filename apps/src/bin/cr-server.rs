@@ -12,7 +12,7 @@ use clap::Parser;
 use cr_apps::keys::load_key_ring;
 use cr_apps::metrics::MetricsEndpoint;
 use cr_apps::{AppError, CongestionControl, Server, ServerOptions, SlowStart};
-use cr_endpoint::SharedGuard;
+use cr_endpoint::{AddressPrefixes, JumpBudget, SharedGuard};
 use cr_guard_redis::{RedisGuard, RedisGuardConfig};
 use cr_serve::units::{parse_duration, ByteSize};
 
@@ -58,6 +58,17 @@ struct Args {
     /// Largest window Careful Resume may jump to (e.g. 4MiB).
     #[arg(long)]
     max_jump: Option<ByteSize>,
+    /// How many full jumps' worth the Careful Resume jumps of clients
+    /// resuming at the same time may send together; with more jumps than
+    /// this at once, each is lowered to its equal share. 0 lets every jump
+    /// go in full, however many clients resume together.
+    #[arg(long, default_value_t = 2)]
+    jump_budget: u32,
+    /// Which clients share one jump budget, as IPv4,IPv6 prefix lengths:
+    /// 0,0 (the default) makes the whole server one group; 16,32 gives
+    /// each /16 and /32 a budget of its own.
+    #[arg(long, value_parser = parse_prefixes, default_value = "0,0")]
+    jump_budget_prefixes: AddressPrefixes,
     /// Where saved sets are claimed (one connection per saved set):
     /// `memory` for this process alone, or `redis://HOST:PORT[/DB]`, one
     /// Redis a fleet of servers shares.
@@ -86,6 +97,18 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `V4,V6` prefix lengths, e.g. `16,32`.
+fn parse_prefixes(spec: &str) -> Result<AddressPrefixes, String> {
+    let invalid = || format!("{spec}: expected IPv4,IPv6 prefix lengths, e.g. 16,32");
+    let (v4, v6) = spec.split_once(',').ok_or_else(invalid)?;
+    let v4: u8 = v4.trim().parse().map_err(|_| invalid())?;
+    let v6: u8 = v6.trim().parse().map_err(|_| invalid())?;
+    if v4 > 32 || v6 > 128 {
+        return Err(invalid());
+    }
+    Ok(AddressPrefixes { v4, v6 })
 }
 
 /// The guard `--guard` names; `None` for the in-memory one.
@@ -123,6 +146,10 @@ fn run(args: Args) -> Result<(), AppError> {
         cc: args.cc,
         slow_start: args.slow_start,
         max_jump,
+        jump_budget: (args.jump_budget > 0).then_some(JumpBudget {
+            jumps: args.jump_budget,
+            clients: args.jump_budget_prefixes,
+        }),
         idle_timeout: args.idle_timeout,
         small_packets: args.small_packets,
     })?;

@@ -77,6 +77,9 @@ pub struct ServerOptions {
     pub slow_start: SlowStart,
     /// Cap on the window Careful Resume may jump to, in bytes.
     pub max_jump: Option<usize>,
+    /// How jumps of clients resuming together are shared out; `None`:
+    /// every jump in full.
+    pub jump_budget: Option<cr_endpoint::JumpBudget>,
     /// Idle timeout of connections.
     pub idle_timeout: Duration,
     /// Send short packets wherever the congestion window has a little room,
@@ -171,6 +174,7 @@ impl Server {
         let tokens = TokenServer::new(options.token_keys, SystemRng::new(), Default::default());
         let resume_config = cr_endpoint::ResumeConfig {
             max_jump: options.max_jump,
+            jump_budget: options.jump_budget,
             ..Default::default()
         };
         let guard = options

@@ -37,6 +37,7 @@ pub fn server_options() -> ServerOptions {
         max_jump: None,
         idle_timeout: Duration::from_secs(5),
         small_packets: false,
+        jump_budget: Some(Default::default()),
     }
 }
 

@@ -1,0 +1,180 @@
+//! The jump budget: how much unvalidated data the resuming connections of
+//! one server may have in flight together.
+//!
+//! Each client measured its path alone, and RFC 9959 lets it jump to half
+//! of what it saved. A server cannot tell whether its clients share a
+//! bottleneck: after a restart, a popular release or a satellite beam
+//! coming back, many of them resume at once, and their jumps together can
+//! be many times what the path holds (cr-sim's flash crowds: fifty jumps
+//! of 242 kB onto a 3.75 MB path lost 9.2x the packets slow start did). So
+//! the server assumes they might share one. Within a group of clients
+//! ([`JumpBudget::clients`], the whole server by default), while `n` jumps
+//! are to come or unvalidated, each may be at most [`JumpBudget::jumps`]
+//! `/ n` of its own full jump: together about what `jumps` of them would
+//! send alone. A lone client jumps in full. As a crowd arrives, the jumps
+//! already under way are lowered too (a jump is paced over a round trip,
+//! so most of it is still to be sent), so every member ends with about the
+//! same share, and none races ahead of the others. A jump lowered to the
+//! window it would jump from is not made: the connection slow-starts, as
+//! without a token. Shrinking the jump is within RFC 9959 (a sender may
+//! jump to less); only the jump is shrunk, not slow start after it.
+//!
+//! A jump holds its place from the grant of its saved set until it is no
+//! longer unvalidated (Validating, Normal or Safe Retreat), Careful Resume
+//! ends without a jump, or the connection closes.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+
+use ex_token::{AddressPrefixes, RemoteEndpoint, SiteId};
+
+/// How a [`crate::ResumeServer`] shares out jumps among connections that
+/// resume at the same time (see the module documentation of why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JumpBudget {
+    /// How many full jumps' worth the jumps of a group may send together:
+    /// 2 by default (what two clients alone would jump, one saved
+    /// capacity), shared equally as soon as more than two jump at once.
+    pub jumps: u32,
+    /// Which clients share one budget: clients whose addresses share these
+    /// prefixes. `/0` (the default) makes the whole server one group; a
+    /// server whose clients reach it over many independent paths may give
+    /// each network its own (say /16 and /32).
+    pub clients: AddressPrefixes,
+}
+
+impl Default for JumpBudget {
+    fn default() -> Self {
+        JumpBudget {
+            jumps: 2,
+            clients: AddressPrefixes { v4: 0, v6: 0 },
+        }
+    }
+}
+
+/// A connection's place in the budget, held while its jump is to come or
+/// unvalidated.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Share {
+    group: RemoteEndpoint,
+    /// The full jump, as Careful Resume would make it alone.
+    full: usize,
+}
+
+/// The jumps held now, per group of clients.
+#[derive(Debug)]
+pub(crate) struct JumpShares {
+    budget: Option<JumpBudget>,
+    held: Mutex<HashMap<RemoteEndpoint, usize>>,
+}
+
+impl JumpShares {
+    /// Shares out `budget`; `None` lets every jump go in full.
+    pub(crate) fn new(budget: Option<JumpBudget>) -> Self {
+        JumpShares {
+            budget,
+            held: Mutex::default(),
+        }
+    }
+
+    /// A place in the budget for a client at `client` whose Careful Resume
+    /// would jump to `full` bytes alone; `None` without a budget.
+    pub(crate) fn take(&self, client: IpAddr, full: usize) -> Option<Share> {
+        let budget = self.budget?;
+        let group = RemoteEndpoint::new(SiteId(0), client, budget.clients);
+        *self.lock().entry(group).or_insert(0) += 1;
+        Some(Share { group, full })
+    }
+
+    /// How far the jump of `share` may go now: all of it while no more
+    /// than [`JumpBudget::jumps`] jumps are held in its group, `jumps / n`
+    /// of it when `n` are.
+    pub(crate) fn allowance(&self, share: &Share) -> usize {
+        let Some(budget) = self.budget else {
+            return share.full;
+        };
+        let held = self.lock().get(&share.group).copied().unwrap_or(1).max(1);
+        let jumps = budget.jumps as usize;
+        if held <= jumps {
+            return share.full;
+        }
+        let allowance = share.full as u128 * jumps as u128 / held as u128;
+        usize::try_from(allowance).unwrap_or(share.full)
+    }
+
+    /// Gives a place back: its jump is being validated, retreated, or was
+    /// never made.
+    pub(crate) fn give_back(&self, share: Share) {
+        let mut held = self.lock();
+        if let Some(count) = held.get_mut(&share.group) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                held.remove(&share.group);
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RemoteEndpoint, usize>> {
+        // The map stays consistent whatever panicked while it was held.
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn two_jump_in_full_and_a_crowd_shares_two_jumps_worth() {
+        let shares = JumpShares::new(Some(JumpBudget::default()));
+        let a = shares.take(ip("192.0.2.1"), 100_000).unwrap();
+        assert_eq!(shares.allowance(&a), 100_000);
+        let b = shares.take(ip("198.51.100.1"), 300_000).unwrap();
+        assert_eq!(
+            (shares.allowance(&a), shares.allowance(&b)),
+            (100_000, 300_000)
+        );
+        let crowd: Vec<_> = (0..8)
+            .map(|i| shares.take(ip(&format!("203.0.113.{i}")), 100_000).unwrap())
+            .collect();
+        // Ten held: each may send a fifth of its own jump.
+        assert_eq!(shares.allowance(&a), 20_000);
+        assert_eq!(shares.allowance(&b), 60_000);
+        assert_eq!(shares.allowance(&crowd[7]), 20_000);
+        for share in crowd {
+            shares.give_back(share);
+        }
+        assert_eq!(shares.allowance(&a), 100_000);
+        shares.give_back(a);
+        shares.give_back(b);
+        assert!(shares.lock().is_empty());
+    }
+
+    #[test]
+    fn groups_by_prefix_share_nothing() {
+        let shares = JumpShares::new(Some(JumpBudget {
+            jumps: 1,
+            clients: AddressPrefixes { v4: 16, v6: 32 },
+        }));
+        let a = shares.take(ip("10.1.0.1"), 100_000).unwrap();
+        let b = shares.take(ip("10.1.200.1"), 100_000).unwrap();
+        let c = shares.take(ip("10.2.0.1"), 100_000).unwrap();
+        let v6 = shares.take(ip("2001:db8::1"), 100_000).unwrap();
+        assert_eq!(shares.allowance(&a), 50_000);
+        assert_eq!(shares.allowance(&b), 50_000);
+        assert_eq!(shares.allowance(&c), 100_000);
+        assert_eq!(shares.allowance(&v6), 100_000);
+    }
+
+    #[test]
+    fn without_a_budget_nothing_is_held() {
+        let shares = JumpShares::new(None);
+        assert_eq!(shares.take(ip("192.0.2.1"), 100_000), None);
+        assert!(shares.lock().is_empty());
+    }
+}
