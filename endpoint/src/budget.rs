@@ -21,11 +21,14 @@
 //!
 //! A jump holds its place from the grant of its saved set until it is no
 //! longer unvalidated (Validating, Normal or Safe Retreat), Careful Resume
-//! ends without a jump, or the connection closes.
+//! ends without a jump, or the connection closes. The place is a [`Share`]
+//! that gives itself back when dropped, so a connection its event loop
+//! drops early (say, without a last `on_progress`) cannot hold it forever.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use ex_token::{AddressPrefixes, RemoteEndpoint, SiteId};
 
@@ -53,20 +56,39 @@ impl Default for JumpBudget {
     }
 }
 
+/// The jumps held now, per group of clients. Taking and giving back a
+/// place lock the map; reading a group's count (every `on_progress` of a
+/// connection holding a place) does not.
+type Groups = Arc<Mutex<HashMap<RemoteEndpoint, Arc<AtomicUsize>>>>;
+
 /// A connection's place in the budget, held while its jump is to come or
-/// unvalidated.
-#[derive(Debug, PartialEq, Eq)]
+/// unvalidated, and given back when dropped.
+#[derive(Debug)]
 pub(crate) struct Share {
     group: RemoteEndpoint,
+    /// How many places its group holds, itself included.
+    held: Arc<AtomicUsize>,
+    groups: Groups,
     /// The full jump, as Careful Resume would make it alone.
     full: usize,
 }
 
-/// The jumps held now, per group of clients.
+impl Drop for Share {
+    fn drop(&mut self) {
+        // Under the lock, so that a place taken meanwhile finds the count
+        // it increments still in the map.
+        let mut groups = lock(&self.groups);
+        if self.held.fetch_sub(1, Ordering::Relaxed) == 1 {
+            groups.remove(&self.group);
+        }
+    }
+}
+
+/// The budget and the places held in it.
 #[derive(Debug)]
 pub(crate) struct JumpShares {
     budget: Option<JumpBudget>,
-    held: Mutex<HashMap<RemoteEndpoint, usize>>,
+    groups: Groups,
 }
 
 impl JumpShares {
@@ -74,7 +96,7 @@ impl JumpShares {
     pub(crate) fn new(budget: Option<JumpBudget>) -> Self {
         JumpShares {
             budget,
-            held: Mutex::default(),
+            groups: Groups::default(),
         }
     }
 
@@ -83,8 +105,14 @@ impl JumpShares {
     pub(crate) fn take(&self, client: IpAddr, full: usize) -> Option<Share> {
         let budget = self.budget?;
         let group = RemoteEndpoint::new(SiteId(0), client, budget.clients);
-        *self.lock().entry(group).or_insert(0) += 1;
-        Some(Share { group, full })
+        let held = Arc::clone(lock(&self.groups).entry(group).or_default());
+        held.fetch_add(1, Ordering::Relaxed);
+        Some(Share {
+            group,
+            held,
+            groups: Arc::clone(&self.groups),
+            full,
+        })
     }
 
     /// How far the jump of `share` may go now: all of it while no more
@@ -94,7 +122,7 @@ impl JumpShares {
         let Some(budget) = self.budget else {
             return share.full;
         };
-        let held = self.lock().get(&share.group).copied().unwrap_or(1).max(1);
+        let held = share.held.load(Ordering::Relaxed).max(1);
         let jumps = budget.jumps as usize;
         if held <= jumps {
             return share.full;
@@ -102,23 +130,11 @@ impl JumpShares {
         let allowance = share.full as u128 * jumps as u128 / held as u128;
         usize::try_from(allowance).unwrap_or(share.full)
     }
+}
 
-    /// Gives a place back: its jump is being validated, retreated, or was
-    /// never made.
-    pub(crate) fn give_back(&self, share: Share) {
-        let mut held = self.lock();
-        if let Some(count) = held.get_mut(&share.group) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                held.remove(&share.group);
-            }
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RemoteEndpoint, usize>> {
-        // The map stays consistent whatever panicked while it was held.
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
+fn lock(groups: &Groups) -> MutexGuard<'_, HashMap<RemoteEndpoint, Arc<AtomicUsize>>> {
+    // The map stays consistent whatever panicked while it was held.
+    groups.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]
@@ -146,13 +162,10 @@ mod tests {
         assert_eq!(shares.allowance(&a), 20_000);
         assert_eq!(shares.allowance(&b), 60_000);
         assert_eq!(shares.allowance(&crowd[7]), 20_000);
-        for share in crowd {
-            shares.give_back(share);
-        }
+        drop(crowd);
         assert_eq!(shares.allowance(&a), 100_000);
-        shares.give_back(a);
-        shares.give_back(b);
-        assert!(shares.lock().is_empty());
+        drop((a, b));
+        assert!(lock(&shares.groups).is_empty());
     }
 
     #[test]
@@ -174,7 +187,28 @@ mod tests {
     #[test]
     fn without_a_budget_nothing_is_held() {
         let shares = JumpShares::new(None);
-        assert_eq!(shares.take(ip("192.0.2.1"), 100_000), None);
-        assert!(shares.lock().is_empty());
+        assert!(shares.take(ip("192.0.2.1"), 100_000).is_none());
+        assert!(lock(&shares.groups).is_empty());
+    }
+
+    #[test]
+    fn a_place_is_given_back_when_its_holder_is_dropped_and_taken_anew() {
+        let shares = JumpShares::new(Some(JumpBudget {
+            jumps: 1,
+            clients: AddressPrefixes { v4: 0, v6: 0 },
+        }));
+        let a = shares.take(ip("192.0.2.1"), 100_000).unwrap();
+        let b = shares.take(ip("192.0.2.2"), 100_000).unwrap();
+        assert_eq!(shares.allowance(&a), 50_000);
+        drop(b);
+        assert_eq!(shares.allowance(&a), 100_000);
+        drop(a);
+        assert!(lock(&shares.groups).is_empty());
+        // A group emptied and taken again counts from one.
+        let c = shares.take(ip("192.0.2.3"), 100_000).unwrap();
+        assert_eq!(shares.allowance(&c), 100_000);
+        let d = shares.take(ip("192.0.2.4"), 100_000).unwrap();
+        assert_eq!(shares.allowance(&c), 50_000);
+        drop(d);
     }
 }

@@ -391,9 +391,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 && matches!(resume.phase(), Phase::Reconnaissance | Phase::Unvalidated)
         });
         if !unvalidated || session.closed {
-            if let Some(share) = session.share.take() {
-                self.shares.give_back(share);
-            }
+            session.share = None;
             return;
         }
         let allowance = self.shares.allowance(share);
