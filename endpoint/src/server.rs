@@ -80,6 +80,10 @@ pub struct ResumeSession {
     /// sent its first flight: before that quiche would send nothing).
     pub rejected: Option<TokenRejected>,
     address_token_sent: bool,
+    /// What the connection had sent (bytes) when its first address token
+    /// was queued: a second one follows once the client acknowledged more
+    /// than that, so it arrives after the TLS session ticket.
+    address_token_again_after: Option<u64>,
     /// The saved set of this connection's own measurements, drawn (and
     /// recorded in the guard) at the first BDP token that carries one.
     saved_set: Option<SavedSet>,
@@ -120,6 +124,7 @@ impl ResumeSession {
             resume,
             rejected: None,
             address_token_sent: false,
+            address_token_again_after: None,
             saved_set: None,
             claim: ClaimState::NotStarted,
             closed: false,
@@ -539,7 +544,9 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     /// Housekeeping after each `recv()`, `send()` or `on_timeout()` of an
     /// accepted connection: once the handshake is complete, claims the
     /// presented saved set and sends the client an address validation
-    /// token, then a BDP token whenever the observing policy saves new
+    /// token (twice: with the handshake, and once the client has the TLS
+    /// session ticket, for clients that keep tokens only beside one), then
+    /// a BDP token whenever the observing policy saves new
     /// capacity (see [`careful_resume::Observer`]: a few per connection,
     /// each better than the last). Tokens of what this connection measured
     /// belong to its own saved set, the newest of the client's Remote
@@ -573,17 +580,23 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             return;
         }
 
-        // Tokens that cannot be minted or queued only cost the next
-        // connection its head start; they never fail this one.
+        // An address token goes out with HANDSHAKE_DONE, ahead of the TLS
+        // session ticket (quiche writes NEW_TOKEN frames before CRYPTO
+        // frames). Clients that keep a token only for a server whose ticket
+        // they already hold (Chromium, which over HTTP/3 also waits for the
+        // server's SETTINGS) drop it. A second follows once the client has
+        // acknowledged a packet sent after the first, so the flight that
+        // carried the ticket has arrived; never after a BDP token, which
+        // clients that keep only the newest token must present.
         if !session.address_token_sent {
             session.address_token_sent = true;
-            if let Ok(token) = self.tokens.mint_address_token(
-                session.peer,
-                now,
-                self.config.address_token_lifetime,
-            ) {
-                if conn.send_new_token(&token).is_ok() {
-                    self.metrics.on_address_token();
+            session.address_token_again_after = Some(conn.stats().sent_bytes);
+            self.send_address_token(conn, session.peer, now);
+        } else if let Some(sent) = session.address_token_again_after {
+            if conn.stats().acked_bytes > sent {
+                session.address_token_again_after = None;
+                if session.bdp_tokens_sent == 0 {
+                    self.send_address_token(conn, session.peer, now);
                 }
             }
         }
@@ -623,6 +636,23 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                         session.saved_for_next = Some(path.capacity);
                     }
                 }
+            }
+        }
+    }
+
+    /// Mints and queues an address validation token. Tokens that cannot be
+    /// minted or queued only cost the next connection its head start; they
+    /// never fail this one.
+    fn send_address_token<F: BufFactory>(
+        &mut self,
+        conn: &mut quiche::Connection<F>,
+        peer: SocketAddr,
+        now: SystemTime,
+    ) {
+        let lifetime = self.config.address_token_lifetime;
+        if let Ok(token) = self.tokens.mint_address_token(peer, now, lifetime) {
+            if conn.send_new_token(&token).is_ok() {
+                self.metrics.on_address_token();
             }
         }
     }
