@@ -53,7 +53,11 @@ fn three_clients_two_rounds_all_verified_and_the_second_round_resumes() {
     assert_eq!(number("completed"), 6, "{summary}");
     assert_eq!(number("failed"), 0, "{summary}");
     assert_eq!(number("bytes_expected"), 6 << 20, "{summary}");
-    assert_eq!(number("bytes_verified"), number("bytes_expected"), "{summary}");
+    assert_eq!(
+        number("bytes_verified"),
+        number("bytes_expected"),
+        "{summary}"
+    );
     // Only the second round had tokens to present.
     let engaged = number("engaged");
     assert!((1..=3).contains(&engaged), "{summary}");

@@ -38,6 +38,8 @@ pub struct ServerLine {
     pub at: Instant,
     /// Whether Careful Resume jumped (`cr=engaged`).
     pub engaged: bool,
+    /// The window it jumped to, in bytes, when it did.
+    pub jump: Option<u64>,
     /// Response body bytes handed to quiche.
     pub bytes: u64,
     /// Packets sent.
@@ -58,9 +60,16 @@ impl ServerLine {
         };
         let number = |name: &str| field(name)?.parse::<u64>().ok();
         let lifetime = field("lifetime")?.strip_suffix('s')?.parse::<f64>().ok()?;
+        let engaged = field("cr")? == "engaged";
+        // `cr=engaged (saved cwnd <n> B, rtt <n> ms, jump <n> B)`
+        let jump = line
+            .split_once(", jump ")
+            .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
+            .filter(|_| engaged);
         Some(ServerLine {
             at,
-            engaged: field("cr")? == "engaged",
+            engaged,
+            jump,
             bytes: number("bytes")?,
             sent: number("sent")?,
             lost: number("lost")?,
@@ -274,6 +283,7 @@ mod tests {
             ServerLine {
                 at: now,
                 engaged: true,
+                jump: Some(216_337),
                 bytes: 2_097_152,
                 sent: 1650,
                 lost: 3,
@@ -282,7 +292,8 @@ mod tests {
         );
         let off = "peer=127.0.0.1:1 alpn=h3 token=none cr=off: no token requests=1 bytes=5 \
                    completion=- lifetime=0.100s sent=9 lost=0 id=ab odcid=cd";
-        assert!(!ServerLine::parse(off, now).expect("a report line").engaged);
+        let off = ServerLine::parse(off, now).expect("a report line");
+        assert_eq!((off.engaged, off.jump), (false, None));
         assert_eq!(ServerLine::parse("cr-server: listening on x", now), None);
         assert_eq!(ServerLine::parse("", now), None);
     }

@@ -88,7 +88,10 @@ pub struct ArmSummary {
     pub failed: usize,
     /// Connections on which Careful Resume jumped.
     pub engaged: usize,
-    /// Body bytes verified, and asked for.
+    /// The windows they jumped to, summed, in bytes (after the server's
+    /// jump budget lowered them).
+    pub jumped_bytes: u64,
+    /// Body bytes verified against the pattern.
     pub bytes_verified: u64,
     /// Body bytes asked for.
     pub bytes_expected: u64,
@@ -180,6 +183,7 @@ impl ArmSummary {
             completed: times.len(),
             failed: outcomes.len() - times.len(),
             engaged: lines.iter().filter(|l| l.engaged).count(),
+            jumped_bytes: lines.iter().filter_map(|l| l.jump).sum(),
             bytes_verified: outcomes.iter().map(|o| o.verified).sum(),
             bytes_expected: outcomes.len() as u64 * size,
             median_s: percentile(&times, 50.0),
@@ -271,6 +275,7 @@ mod tests {
         let line = |end_s: u64, lifetime_s: u64| ServerLine {
             at: origin + Duration::from_secs(end_s + 100),
             engaged: false,
+            jump: None,
             bytes: 0,
             sent: 0,
             lost: 0,
