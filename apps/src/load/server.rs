@@ -91,16 +91,26 @@ pub struct Usage {
 
 /// A running `cr-server`.
 pub struct ServerProcess {
-    child: Child,
+    child: Killed,
     addr: SocketAddr,
     lines: Receiver<(Instant, String)>,
+}
+
+/// A child process killed, by its PID, when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 impl ServerProcess {
     /// Starts the server on 127.0.0.1 (any port), its token key ring
     /// generated at `key_file`, and waits until it listens.
     pub fn start(command: &ServerCommand, key_file: &Path) -> Result<ServerProcess, AppError> {
-        let mut child = Command::new(&command.program)
+        let child = Command::new(&command.program)
             .args(["--listen", "127.0.0.1:0"])
             .arg("--token-key")
             .arg(key_file)
@@ -114,18 +124,12 @@ impl ServerProcess {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| AppError::io(format!("starting {}", command.program.display()), e))?;
-        // From here on, an error drops the process, which kills it.
-        let stderr = child.stderr.take();
-        let stdout = child.stdout.take();
-        let mut process = ServerProcess {
-            child,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            lines: mpsc::channel().1,
-        };
-        let (Some(stderr), Some(stdout)) = (stderr, stdout) else {
+        // From here on, an error kills the process.
+        let mut child = Killed(child);
+        let (Some(stderr), Some(stdout)) = (child.0.stderr.take(), child.0.stdout.take()) else {
             return Err(AppError::Invalid("cr-server's output is not piped".into()));
         };
-        process.addr = listening_addr(stderr)?;
+        let addr = listening_addr(stderr)?;
         let (sender, lines) = mpsc::channel();
         std::thread::Builder::new()
             .name("cr-load-server-out".into())
@@ -137,8 +141,7 @@ impl ServerProcess {
                 }
             })
             .map_err(|e| AppError::io("starting a thread", e))?;
-        process.lines = lines;
-        Ok(process)
+        Ok(ServerProcess { child, addr, lines })
     }
 
     /// Where the server listens.
@@ -168,15 +171,7 @@ impl ServerProcess {
 
     /// The server's memory and CPU time, from `/proc` (Linux only).
     pub fn usage(&self) -> Result<Usage, AppError> {
-        usage(self.child.id())
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        // Exactly the process started above, by its PID.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        usage(self.child.0.id())
     }
 }
 
@@ -211,6 +206,9 @@ fn listening_addr(stderr: std::process::ChildStderr) -> Result<SocketAddr, AppEr
         .map_err(|e| AppError::io("starting a thread", e))?;
     match found.recv_timeout(START_TIMEOUT) {
         Ok(Ok(addr)) => Ok(addr),
+        Ok(Err(printed)) if printed.is_empty() => Err(AppError::Invalid(
+            "cr-server exited before listening, printing nothing".into(),
+        )),
         Ok(Err(printed)) => Err(AppError::Invalid(format!(
             "cr-server exited before listening:\n{printed}"
         ))),
