@@ -19,7 +19,7 @@ fn three_clients_two_rounds_all_verified_and_the_second_round_resumes() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cr-load"))
         .args(["--clients", "3", "--rounds", "2", "--size", "1MiB"])
         .args(["--rate", "50mbit", "--rtt", "40ms", "--spread", "100ms"])
-        .args(["--linger", "300ms", "--timeout", "15s", "--certs"])
+        .args(["--linger", "500ms", "--timeout", "15s", "--certs"])
         .arg(&certs)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
