@@ -108,3 +108,15 @@ setup-mutants:
 
 mutants: setup-mutants
 	@scripts/mutants.sh
+
+## load: cr-load, 200 clients (each on a loopback /24 of its own, with its own token file) downloading 256 KiB again and again for 60 s from a release cr-server through the relay (100 Mbit/s, 50 ms, 4 MiB queues), every body byte checked; one JSON line: failures, bytes verified, p50/p99, the server's peak RSS and CPU s per MB (not part of make test)
+.PHONY: load load-probe
+LOAD_ARGS ?= --clients 200 --duration 60s --size 256KiB --rate 100mbit --rtt 50ms --queue 4MiB --linger 500ms
+load: setup quiche
+	$(CARGO) build --release -p cr-apps
+	$(CARGO) run --release -q -p cr-apps --bin cr-load -- $(LOAD_ARGS)
+
+## load-probe: issue 27's real-socket probe: ten clients (each on a /24 of its own) each fetch 2 MiB alone, one after another, over a 50 Mbit/s, 300 ms path through the relay, then all ten at once presenting their tokens (arm resume) and without (baseline), cr-server's default jump budget; one JSON line per arm (not part of make test)
+load-probe: setup quiche
+	$(CARGO) build --release -p cr-apps
+	$(CARGO) run --release -q -p cr-apps --bin cr-load -- --probe --clients 10 --size 2MiB --rate 50mbit --rtt 300ms

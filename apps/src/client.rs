@@ -51,6 +51,16 @@ pub struct ClientOptions {
     pub insecure: bool,
     /// Write the client's qlog here.
     pub qlog_dir: Option<PathBuf>,
+    /// The local address to send from; port 0 picks any port. `None`: any
+    /// address of the server's family. Through cr-relay on loopback, a
+    /// client on its own loopback address (e.g. 127.1.0.1) reaches the
+    /// server from that address, so the server sees its own network
+    /// (address prefix) per client.
+    pub bind: Option<SocketAddr>,
+    /// Fail the download at the first body byte that is not cr-server's
+    /// ([`cr_serve::body`]); without it the bytes are only counted
+    /// ([`DownloadReport::verified`]).
+    pub verify: bool,
 }
 
 /// The token a connection presented.
@@ -132,8 +142,14 @@ pub struct DownloadReport {
     pub completion: Duration,
     /// Body bytes received.
     pub bytes: u64,
+    /// Body bytes, from the first, that are cr-server's pattern at their
+    /// offset ([`cr_serve::body`]): equal to `bytes` for a body from
+    /// cr-server that arrived intact.
+    pub verified: u64,
     /// The HTTP status (HTTP/3 only).
     pub status: Option<u16>,
+    /// The address the client sent from (to send from it again, e.g.).
+    pub local: SocketAddr,
 }
 
 impl std::fmt::Display for DownloadReport {
@@ -208,12 +224,18 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
     // The store hands out its newest token for the server: look first.
     let presented = PresentedToken::of(resume.store().clone().take(name, peer, wall).as_deref());
 
-    let bind: SocketAddr = if peer.is_ipv4() {
-        (Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (Ipv6Addr::UNSPECIFIED, 0).into()
+    let bind: SocketAddr = match options.bind {
+        Some(bind) if bind.is_ipv4() != peer.is_ipv4() => {
+            return Err(AppError::Invalid(format!(
+                "cannot reach {peer} from {bind}: not the same address family"
+            )))
+        }
+        Some(bind) => bind,
+        None if peer.is_ipv4() => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        None => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
-    let socket = UdpSocket::bind(bind).map_err(|e| AppError::io("binding a UDP socket", e))?;
+    let socket =
+        UdpSocket::bind(bind).map_err(|e| AppError::io(format!("binding {bind} (UDP)"), e))?;
     // The download arrives in bursts of the server's window.
     size_buffers(&socket, SOCKET_BUFFER_FLOOR);
     let local = socket
@@ -289,6 +311,13 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
             handshake = Some(now - start);
         }
         app.step(&mut conn, now)?;
+        let progress = app.progress();
+        if options.verify && progress.verified < progress.received {
+            return Err(AppError::Invalid(format!(
+                "body byte {} is not cr-server's (cr_serve::body)",
+                progress.verified
+            )));
+        }
         resume.on_progress(&mut conn, name, peer, SystemTime::now());
         next_send = drain_connection(&mut conn, &mut outbox).next_send;
     }
@@ -324,6 +353,8 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
         first_byte: progress.first_byte.map_or(Duration::ZERO, |t| t - start),
         completion: done - start,
         bytes: progress.received,
+        verified: progress.verified,
         status: progress.status,
+        local,
     })
 }

@@ -1,5 +1,5 @@
 //! quiche-cr on real UDP sockets: the library behind the `cr-server`,
-//! `cr-client` and `cr-relay` programs.
+//! `cr-client`, `cr-relay` and `cr-load` programs.
 //!
 //! - [`server`]: serves `GET /<bytes>` over HTTP/3 and hq-interop with
 //!   Careful Resume, minting and validating tokens through
@@ -8,6 +8,8 @@
 //!   file and keeping the ones the server sends for next time.
 //! - [`relay`]: a userspace link emulator (rate, delay, queue, loss per
 //!   direction) to put a long thin path between them on loopback.
+//! - [`load`]: many clients at once against a `cr-server` process through
+//!   the relay, every body byte checked (`cr-load`).
 //!
 //! What a server or client does over a connection (the applications, the
 //! controller choice, units, the per-connection report) is `cr-serve`'s,
@@ -20,6 +22,7 @@
 pub mod client;
 pub mod error;
 pub mod keys;
+pub mod load;
 pub mod metrics;
 pub mod net;
 pub mod qlog;

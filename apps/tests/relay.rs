@@ -2,7 +2,8 @@
 //! in for the client and the server: it loses only what its link decides
 //! (a burst far over Linux's default socket buffer goes through with no
 //! kernel drop), its upstream sockets stay on loopback in the server's
-//! family, and a flow idle for the timeout is closed with its thread.
+//! family, on the client's own loopback address where it has one (the
+//! server sees each client's network), and a flow idle for the timeout is closed with its thread.
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, UdpSocket};
@@ -206,6 +207,25 @@ fn upstream_sockets_are_on_the_servers_loopback() {
             ip.parse::<std::net::IpAddr>().expect("ip")
         );
     }
+}
+
+#[test]
+fn clients_on_their_own_loopback_addresses_reach_the_server_from_them() {
+    let server = endpoint("127.0.0.1");
+    let link = fast_link(0.0);
+    let relay = relay(
+        server.local_addr().expect("addr"),
+        link,
+        link,
+        DEFAULT_FLOW_IDLE_TIMEOUT,
+    );
+    for ip in ["127.1.0.1", "127.1.1.1", "127.0.0.1"] {
+        let client = endpoint(ip);
+        let seen_by_server = open_flow(&client, &server, &relay);
+        assert_eq!(seen_by_server.ip().to_string(), ip);
+        assert_ne!(seen_by_server, client.local_addr().expect("addr"));
+    }
+    assert_eq!(relay.flows().len(), 3);
 }
 
 #[test]

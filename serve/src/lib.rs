@@ -7,6 +7,8 @@
 //!   outcome, the application serving it, the order of housekeeping,
 //!   serving and sending, and its [`report`].
 //! - [`app`]: `GET /<bytes>` over HTTP/3 and hq-interop, server and client.
+//! - [`body`]: the bytes of every response, a pattern by offset that
+//!   clients check.
 //! - [`cc`]: the congestion controller a server runs, by name.
 //! - [`units`]: byte sizes, rates, durations and probabilities as the
 //!   command lines take them.
@@ -14,6 +16,7 @@
 //! Everything is sans-IO: callers pass the time and do the sending.
 
 pub mod app;
+pub mod body;
 pub mod cc;
 pub mod error;
 pub mod report;

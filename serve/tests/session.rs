@@ -165,6 +165,8 @@ fn fetch(protocol: Protocol, size: u64) -> (ClientApp<u32>, Pair) {
 fn hq_interop_serves_the_size_asked_for_and_reports_it() {
     let (app, pair) = fetch(Protocol::Hq, 300_000);
     assert_eq!(app.progress().received, 300_000);
+    // Every byte is the body pattern at its offset.
+    assert_eq!(app.progress().verified, 300_000);
     assert_eq!(app.progress().status, None);
     let session = pair.session.as_ref().expect("a session");
     let report = session.report(Instant::now());
@@ -184,6 +186,7 @@ fn hq_interop_serves_the_size_asked_for_and_reports_it() {
 fn http3_serves_the_size_asked_for_with_status_200() {
     let (app, pair) = fetch(Protocol::H3, 2 << 20);
     assert_eq!(app.progress().received, 2 << 20);
+    assert_eq!(app.progress().verified, 2 << 20);
     assert_eq!(app.progress().status, Some(200));
     let report = pair
         .session

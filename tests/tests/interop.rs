@@ -292,6 +292,8 @@ fn cr_client_keeps_its_token_file_and_gets_careful_resume() {
         ca: Some(certs().join("cert.pem")),
         insecure: false,
         qlog_dir: None,
+        bind: None,
+        verify: true,
     };
     let first_download = download(&options).expect("first download");
     eprintln!("cr-client: {first_download}");

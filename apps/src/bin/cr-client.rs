@@ -58,6 +58,22 @@ struct Args {
     /// previous one.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
+    /// Send from this local address: an IP address (any port) or
+    /// `ip:port`. Through cr-relay on loopback, e.g. 127.1.0.1 makes the
+    /// server see this client on a network (/24) of its own.
+    #[arg(long, value_parser = parse_bind)]
+    bind: Option<SocketAddr>,
+    /// Fail unless every body byte is the one cr-server sends at its offset
+    /// (the pattern of cr_serve::body).
+    #[arg(long)]
+    verify: bool,
+}
+
+/// `--bind`: an address with or without a port.
+fn parse_bind(spec: &str) -> Result<SocketAddr, String> {
+    spec.parse::<SocketAddr>()
+        .or_else(|_| spec.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
+        .map_err(|_| format!("{spec}: expected an IP address, or ip:port"))
 }
 
 fn main() -> ExitCode {
@@ -105,6 +121,8 @@ fn run(args: Args) -> Result<(), AppError> {
         ca: args.ca,
         insecure: args.insecure,
         qlog_dir: args.qlog_dir,
+        bind: args.bind,
+        verify: args.verify,
     };
     for _ in 0..args.repeat {
         let report = download(&options)?;

@@ -1,6 +1,6 @@
 //! One client's flow through the relay: the upstream socket opened for it
 //! (the server sees that socket's address as the client's, as through a
-//! NAT), the thread returning the server's datagrams from it through the
+//! NAT; on loopback, on the client's own address), the thread returning the server's datagrams from it through the
 //! down link, and when the flow last carried a datagram either way, which
 //! decides when the relay closes it.
 
@@ -55,7 +55,7 @@ pub(super) struct Flow {
 impl Flow {
     /// Opens `client`'s upstream socket and starts its thread.
     pub(super) fn open(client: SocketAddr, context: FlowContext) -> Result<Flow, AppError> {
-        let bind = upstream_bind_addr(context.server);
+        let bind = upstream_bind_addr(context.server, client);
         let upstream = UdpSocket::bind(bind)
             .and_then(|s| s.set_read_timeout(Some(STOP_CHECK)).map(|()| s))
             .map_err(|e| AppError::io(format!("opening an upstream socket on {bind}"), e))?;
@@ -125,14 +125,20 @@ impl Flow {
 }
 
 /// The address to bind a flow's upstream socket to: the server's family,
-/// and on loopback the loopback address, so that the relay's per-client
-/// ports are not open on every interface.
-pub(super) fn upstream_bind_addr(server: SocketAddr) -> SocketAddr {
-    let ip: IpAddr = match server.ip() {
-        IpAddr::V4(ip) if ip.is_loopback() => Ipv4Addr::LOCALHOST.into(),
-        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
-        IpAddr::V6(ip) if ip.is_loopback() => Ipv6Addr::LOCALHOST.into(),
-        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+/// and on loopback a loopback address, so that the relay's per-client
+/// ports are not open on every interface. A client on a loopback address
+/// of the server's family gets its own address (another port): the server
+/// then sees each client's network (its /24, its /56) as it would without
+/// the relay, which matters to whatever it keys by address prefix (saved
+/// Careful Resume state, jump budgets).
+pub(super) fn upstream_bind_addr(server: SocketAddr, client: SocketAddr) -> SocketAddr {
+    let ip: IpAddr = match (server.ip(), client.ip()) {
+        (IpAddr::V4(ip), IpAddr::V4(own)) if ip.is_loopback() && own.is_loopback() => own.into(),
+        (IpAddr::V6(ip), IpAddr::V6(own)) if ip.is_loopback() && own.is_loopback() => own.into(),
+        (IpAddr::V4(ip), _) if ip.is_loopback() => Ipv4Addr::LOCALHOST.into(),
+        (IpAddr::V4(_), _) => Ipv4Addr::UNSPECIFIED.into(),
+        (IpAddr::V6(ip), _) if ip.is_loopback() => Ipv6Addr::LOCALHOST.into(),
+        (IpAddr::V6(_), _) => Ipv6Addr::UNSPECIFIED.into(),
     };
     (ip, 0).into()
 }
@@ -204,12 +210,70 @@ mod tests {
 
     #[test]
     fn upstream_sockets_bind_to_the_servers_family_and_loopback() {
-        let bind = |server: &str| upstream_bind_addr(server.parse().expect("address"));
-        assert_eq!(bind("127.0.0.1:4433"), "127.0.0.1:0".parse().expect("v4"));
-        assert_eq!(bind("127.0.0.2:4433"), "127.0.0.1:0".parse().expect("v4"));
-        assert_eq!(bind("[::1]:4433"), "[::1]:0".parse().expect("v6"));
-        assert_eq!(bind("192.0.2.1:4433"), "0.0.0.0:0".parse().expect("v4"));
-        assert_eq!(bind("[2001:db8::1]:4433"), "[::]:0".parse().expect("v6"));
+        let bind = |server: &str, client: &str| {
+            upstream_bind_addr(
+                server.parse().expect("server address"),
+                client.parse().expect("client address"),
+            )
+        };
+        let remote_v4 = "198.51.100.7:5000";
+        let remote_v6 = "[2001:db8::7]:5000";
+        assert_eq!(
+            bind("127.0.0.1:4433", remote_v4),
+            "127.0.0.1:0".parse().expect("v4")
+        );
+        assert_eq!(
+            bind("127.0.0.2:4433", remote_v6),
+            "127.0.0.1:0".parse().expect("v4")
+        );
+        assert_eq!(
+            bind("[::1]:4433", remote_v4),
+            "[::1]:0".parse().expect("v6")
+        );
+        assert_eq!(
+            bind("192.0.2.1:4433", remote_v4),
+            "0.0.0.0:0".parse().expect("v4")
+        );
+        assert_eq!(
+            bind("[2001:db8::1]:4433", remote_v6),
+            "[::]:0".parse().expect("v6")
+        );
+    }
+
+    #[test]
+    fn loopback_clients_keep_their_own_address_towards_a_loopback_server() {
+        let bind = |server: &str, client: &str| {
+            upstream_bind_addr(
+                server.parse().expect("server address"),
+                client.parse().expect("client address"),
+            )
+        };
+        // Each its own network: the server sees the client's address.
+        assert_eq!(
+            bind("127.0.0.1:4433", "127.1.2.1:5000"),
+            "127.1.2.1:0".parse().expect("v4")
+        );
+        assert_eq!(
+            bind("127.0.0.1:4433", "127.0.0.1:5000"),
+            "127.0.0.1:0".parse().expect("v4")
+        );
+        assert_eq!(
+            bind("[::1]:4433", "[::1]:5000"),
+            "[::1]:0".parse().expect("v6")
+        );
+        // Another family, or a server off loopback: as for any client.
+        assert_eq!(
+            bind("[::1]:4433", "127.1.2.1:5000"),
+            "[::1]:0".parse().expect("v6")
+        );
+        assert_eq!(
+            bind("127.0.0.1:4433", "[::1]:5000"),
+            "127.0.0.1:0".parse().expect("v4")
+        );
+        assert_eq!(
+            bind("192.0.2.1:4433", "127.1.2.1:5000"),
+            "0.0.0.0:0".parse().expect("v4")
+        );
     }
 
     #[test]

@@ -41,7 +41,7 @@ use stats::Counters;
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
 /// Most clients relayed at once; datagrams from further clients are dropped.
-const MAX_FLOWS: usize = 256;
+pub const MAX_FLOWS: usize = 256;
 
 /// How long a flow may carry nothing before it is closed, unless told
 /// otherwise: longer than the QUIC idle timeouts cr-server and cr-client

@@ -69,5 +69,7 @@ pub fn client_options(server: SocketAddr, size: u64, token_file: &Path) -> Clien
         ca: Some(certs().join("cert.pem")),
         insecure: false,
         qlog_dir: None,
+        bind: None,
+        verify: true,
     }
 }

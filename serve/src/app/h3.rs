@@ -49,10 +49,7 @@ impl Server {
                     self.served.start();
                     // u64::MAX marks "not found": no body, status 404.
                     let remaining = request_size(&list).unwrap_or(u64::MAX);
-                    self.unanswered.push(Reply {
-                        stream_id,
-                        remaining,
-                    });
+                    self.unanswered.push(Reply::new(stream_id, remaining));
                 }
                 Ok((stream_id, quiche::h3::Event::Data)) => {
                     // Request bodies are not used: read and drop them.
@@ -170,7 +167,9 @@ impl Client {
                 }
                 Ok((stream_id, quiche::h3::Event::Data)) => loop {
                     match h3.recv_body(conn, stream_id, &mut self.buf) {
-                        Ok(read) if Some(stream_id) == self.request => progress.add(read, now),
+                        Ok(read) if Some(stream_id) == self.request => {
+                            progress.add(&self.buf[..read], now)
+                        }
                         Ok(_) => {}
                         Err(quiche::h3::Error::Done) => break,
                         Err(e) => return Err(e.into()),

@@ -53,10 +53,8 @@ impl Server {
                     let line = self.partial.remove(&stream_id).unwrap_or_default();
                     self.answered.insert(stream_id);
                     self.served.start();
-                    self.replies.push(Reply {
-                        stream_id,
-                        remaining: parse_request(&line),
-                    });
+                    self.replies
+                        .push(Reply::new(stream_id, parse_request(&line)));
                 }
             }
         }
@@ -115,7 +113,7 @@ impl Client {
         loop {
             match conn.stream_recv(STREAM, &mut self.buf) {
                 Ok((read, fin)) => {
-                    progress.add(read, now);
+                    progress.add(&self.buf[..read], now);
                     if fin {
                         progress.finish(now);
                         return Ok(());

@@ -1,7 +1,8 @@
 //! The application both sides speak: `GET /<bytes>` over HTTP/3 (quiche's
 //! h3 module) or over hq-interop (the interop runner's HTTP/0.9 over QUIC:
 //! `GET /<n>\r\n` on a bidirectional stream, the body, FIN). The body is
-//! `<n>` zero bytes; only its size matters.
+//! `<n>` bytes of [`crate::body`]'s pattern, which the client checks as it
+//! reads ([`Progress::verified`]).
 //!
 //! The server never lets the sender go short of data and never buffers the
 //! whole object: it keeps about two congestion windows queued.
@@ -11,12 +12,8 @@ mod hq;
 
 pub use h3::request_size;
 
+use crate::body;
 use crate::error::ServeError;
-
-/// A zero-filled chunk every response body is cut from. Its size is the
-/// largest piece handed to quiche at once, and so, over HTTP/3, the largest
-/// DATA frame.
-static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 
 /// Scratch space a client reads bodies into and discards.
 const READ_CHUNK: usize = 64 * 1024;
@@ -71,7 +68,20 @@ fn requested_size(path: &[u8]) -> Option<u64> {
 #[derive(Clone, Copy, Debug)]
 struct Reply {
     stream_id: u64,
+    /// Body bytes written so far: the offset of the next ones.
+    offset: u64,
     remaining: u64,
+}
+
+impl Reply {
+    /// A reply of `size` bytes on `stream_id`, none written yet.
+    fn new(stream_id: u64, size: u64) -> Reply {
+        Reply {
+            stream_id,
+            offset: 0,
+            remaining: size,
+        }
+    }
 }
 
 /// Least unsent data a server keeps queued in quiche.
@@ -112,13 +122,16 @@ fn write_reply(
 ) -> bool {
     loop {
         let budget = write_budget(conn, served.body_bytes);
-        let chunk = reply.remaining.min(ZEROS.len() as u64).min(budget) as usize;
+        // The largest piece handed to quiche at once, and so, over
+        // HTTP/3, the largest DATA frame, is body::MAX_SLICE.
+        let chunk = reply.remaining.min(body::MAX_SLICE as u64).min(budget) as usize;
         let fin = chunk as u64 == reply.remaining;
         if chunk == 0 && !fin {
             return false;
         }
-        match send(conn, reply.stream_id, &ZEROS[..chunk], fin) {
+        match send(conn, reply.stream_id, body::slice(reply.offset, chunk), fin) {
             Sent::Wrote(written) => {
+                reply.offset += written as u64;
                 reply.remaining -= written as u64;
                 served.body_bytes += written as u64;
                 if fin && written == chunk {
@@ -220,6 +233,11 @@ impl ServerApp {
 pub struct Progress<T> {
     /// Body bytes received.
     pub received: u64,
+    /// Body bytes, from the first, that are [`crate::body`]'s pattern at
+    /// their offset: equal to `received` while the whole body so far is
+    /// what cr-server sends; it stops growing at the first byte that
+    /// differs (from a server sending something else, or corrupted).
+    pub verified: u64,
     /// When the first body byte arrived (or the empty body ended).
     pub first_byte: Option<T>,
     /// When the body ended (FIN).
@@ -236,6 +254,7 @@ impl<T> Default for Progress<T> {
     fn default() -> Self {
         Progress {
             received: 0,
+            verified: 0,
             first_byte: None,
             done: None,
             status: None,
@@ -245,11 +264,14 @@ impl<T> Default for Progress<T> {
 }
 
 impl<T: Copy + Ord> Progress<T> {
-    fn add(&mut self, bytes: usize, now: T) {
-        if bytes == 0 {
+    fn add(&mut self, data: &[u8], now: T) {
+        if data.is_empty() {
             return;
         }
-        self.received += bytes as u64;
+        if self.verified == self.received {
+            self.verified += body::matching(self.received, data) as u64;
+        }
+        self.received += data.len() as u64;
         self.first_byte.get_or_insert(now);
         if let Some(samples) = &mut self.samples {
             samples.push((now, self.received));
@@ -353,14 +375,27 @@ mod tests {
             samples: Some(Vec::new()),
             ..Progress::default()
         };
-        progress.add(100, 10);
-        progress.add(0, 15);
-        progress.add(50, 20);
+        progress.add(body::slice(0, 100), 10);
+        progress.add(&[], 15);
+        progress.add(body::slice(100, 50), 20);
         assert_eq!(progress.first_byte, Some(10));
+        assert_eq!(progress.verified, 150);
         assert_eq!(progress.received_by(9), 0);
         assert_eq!(progress.received_by(19), 100);
         assert_eq!(progress.received_by(20), 150);
         progress.finish(30);
         assert_eq!((progress.first_byte, progress.done), (Some(10), Some(30)));
+    }
+
+    #[test]
+    fn verified_stops_at_the_first_wrong_byte() {
+        let mut progress = Progress::<u32>::default();
+        progress.add(body::slice(0, 1000), 1);
+        let mut wrong = body::slice(1000, 500).to_vec();
+        wrong[20] ^= 0xff;
+        progress.add(&wrong, 2);
+        // Right bytes after a wrong one do not count.
+        progress.add(body::slice(1500, 500), 3);
+        assert_eq!((progress.received, progress.verified), (2000, 1020));
     }
 }

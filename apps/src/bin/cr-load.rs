@@ -1,0 +1,142 @@
+//! `cr-load`: N clients at once against a `cr-server` it starts, through a
+//! relay on loopback; prints one JSON line (or, with `--probe`, one per
+//! arm of issue 27's flash crowd).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use cr_apps::load::server::ServerCommand;
+use cr_apps::load::summary::json_line;
+use cr_apps::load::{run_load, run_probe, LoadOptions, Until};
+use cr_apps::relay::LinkConfig;
+use cr_apps::{AppError, Protocol};
+use cr_serve::units::{parse_duration, ByteSize, Rate};
+
+/// Load a real cr-server with many Careful Resume clients: each on a
+/// loopback network of its own (127.x.y.1) with its own token file, all
+/// through one emulated bottleneck, every body byte checked. cr-server is
+/// started from next to this program (or --server-program) on a free
+/// loopback port and killed at the end.
+#[derive(Parser, Debug)]
+#[command(name = "cr-load", version)]
+struct Args {
+    /// Clients at once (at most 256).
+    #[arg(long, default_value_t = 10)]
+    clients: usize,
+    /// Each client downloads again and again for this long (e.g. 60s).
+    #[arg(long, value_parser = parse_duration, conflicts_with = "rounds")]
+    duration: Option<Duration>,
+    /// Each client downloads this many times (without --duration).
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
+    /// Bytes per download.
+    #[arg(long, default_value = "1MiB")]
+    size: ByteSize,
+    /// Bottleneck rate, both directions, shared by every client.
+    #[arg(long, default_value = "100mbit")]
+    rate: Rate,
+    /// Round-trip propagation delay, split evenly between the directions.
+    #[arg(long, value_parser = parse_duration, default_value = "50ms")]
+    rtt: Duration,
+    /// Queue of each direction (default: one bandwidth-delay product, at
+    /// least 64 KiB).
+    #[arg(long)]
+    queue: Option<ByteSize>,
+    /// Spread the clients' first downloads evenly over this long.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    spread: Duration,
+    /// How long a client stays after its last byte, for the server's late
+    /// tokens (those with the path's capacity).
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    linger: Duration,
+    /// A download not finished after this long fails.
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    timeout: Duration,
+    /// Application protocol.
+    #[arg(long, value_enum, default_value_t = Protocol::H3)]
+    protocol: Protocol,
+    /// Directory of the server's cert.pem and key.pem, which the clients
+    /// trust.
+    #[arg(long, default_value = "certs")]
+    certs: PathBuf,
+    /// The cr-server to run [default: the one next to cr-load].
+    #[arg(long)]
+    server_program: Option<PathBuf>,
+    /// An argument for cr-server (repeat for more), e.g.
+    /// `--server-arg=--jump-budget=0`.
+    #[arg(long = "server-arg", allow_hyphen_values = true)]
+    server_args: Vec<String>,
+    /// Run issue 27's probe instead: each client downloads alone, one
+    /// after another; then all at once with their tokens (arm `resume`),
+    /// then all at once without (`baseline`). One JSON line per arm.
+    #[arg(long)]
+    probe: bool,
+}
+
+fn main() -> ExitCode {
+    cr_apps::init_logging();
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cr-load: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// cr-server next to this program.
+fn default_server_program() -> Result<PathBuf, AppError> {
+    let own =
+        std::env::current_exe().map_err(|e| AppError::io("finding cr-load's own executable", e))?;
+    let program = own.with_file_name(format!("cr-server{}", std::env::consts::EXE_SUFFIX));
+    if program.is_file() {
+        Ok(program)
+    } else {
+        Err(AppError::Invalid(format!(
+            "no cr-server at {} (build it: cargo build -p cr-apps; or pass --server-program)",
+            program.display()
+        )))
+    }
+}
+
+fn run(args: Args) -> Result<(), AppError> {
+    let server_program = match args.server_program {
+        Some(program) => program,
+        None => default_server_program()?,
+    };
+    let options = LoadOptions {
+        clients: args.clients,
+        until: match args.duration {
+            Some(duration) => Until::Elapsed(duration),
+            None => Until::Rounds(args.rounds),
+        },
+        size: args.size.0,
+        protocol: args.protocol,
+        link: LinkConfig {
+            rate_bps: args.rate.bps(),
+            delay: args.rtt / 2,
+            queue_bytes: args
+                .queue
+                .map_or(args.rate.bytes_in(args.rtt).max(64 * 1024), |q| q.0),
+            loss: 0.0,
+        },
+        spread: args.spread,
+        linger: args.linger,
+        timeout: args.timeout,
+        server: ServerCommand {
+            program: server_program,
+            certs: args.certs,
+            args: args.server_args,
+        },
+    };
+    if args.probe {
+        for arm in run_probe(&options)? {
+            println!("{}", json_line(&arm)?);
+        }
+    } else {
+        println!("{}", json_line(&run_load(&options)?)?);
+    }
+    Ok(())
+}
