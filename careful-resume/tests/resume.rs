@@ -7,8 +7,8 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use careful_resume::{
-    Beta, CarefulResume, Config, ConfigError, Congestion, InitialData, Phase, Transition, Trigger,
-    WindowControl,
+    Ack, Beta, CarefulResume, Config, ConfigError, Congestion, InitialData, Phase, Transition,
+    Trigger, WindowControl,
 };
 use common::*;
 
@@ -170,6 +170,73 @@ fn a_limited_jump_goes_to_the_limit_and_paces_over_it() {
     assert!(cr.limit_jump(pkts(1)));
     assert_eq!(cr.window(), Some(WindowControl::Fixed(pkts(20))));
     assert!(!cr.limit_jump(0));
+}
+
+/// A jump lowered to 40 of its 100 packets (saved: 200), sent and then
+/// validated by an ACK that reports `smoothed_rtt`; returns the ssthresh
+/// slow start goes on to.
+fn ssthresh_after_a_lowered_jump(limit: Option<usize>, smoothed_rtt: Duration) -> Option<usize> {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    if let Some(limit) = limit {
+        assert!(cr.limit_jump(pkts(limit)));
+    }
+    let window = limit.unwrap_or(100);
+    ready_to_jump(&mut cr, &clock).expect("the jump");
+    send_quietly(&mut cr, 10..=(window as u64 - 2), pkts(10), clock.at(110));
+    let t = cr.on_packet_sent(&sent(window as u64 - 1, pkts(window), true, clock.at(110)));
+    assert_eq!(t.map(|t| t.to), Some(Phase::Validating));
+    // The path delivers the jump at its pace: no slower rate is shown.
+    assert_eq!(
+        cr.on_ack(&ack(
+            Some(25),
+            pkts(26),
+            pkts(window - 26),
+            RTT,
+            clock.at(201)
+        )),
+        None
+    );
+    let last = Ack {
+        smoothed_rtt,
+        ..ack(
+            Some(window as u64 - 1),
+            pkts(window - 26),
+            0,
+            RTT,
+            clock.at(211),
+        )
+    };
+    let t = assert_change(
+        cr.on_ack(&last),
+        Phase::Validating,
+        Phase::Normal,
+        Trigger::LastUnvalidatedPacketAcknowledged,
+    );
+    assert_eq!(t.pipesize, pkts(10 + window));
+    t.ssthresh
+}
+
+#[test]
+fn a_lowered_jump_lowers_slow_start_after_it_only_while_the_rtt_shows_a_queue() {
+    // Lowered to 40 of 100 packets, and the smoothed RTT 20 ms above the
+    // minimum (HyStart++'s threshold at 100 ms is 12.5 ms): other jumps
+    // fill the path, so slow start goes on to the same share of the saved
+    // capacity, 40 % of 200 packets.
+    let queue = RTT + Duration::from_millis(20);
+    assert_eq!(
+        ssthresh_after_a_lowered_jump(Some(40), queue),
+        Some(pkts(80))
+    );
+    // Just under the threshold: the path has room, the whole saved
+    // capacity.
+    let no_queue = RTT + Duration::from_millis(12);
+    assert_eq!(
+        ssthresh_after_a_lowered_jump(Some(40), no_queue),
+        Some(pkts(200))
+    );
+    // A jump made in full is never held back, queue or not.
+    assert_eq!(ssthresh_after_a_lowered_jump(None, queue), Some(pkts(200)));
 }
 
 #[test]
