@@ -478,7 +478,7 @@ impl CarefulResume {
         let threshold =
             (ack.min_rtt / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
         let queue_building = ack.smoothed_rtt >= ack.min_rtt + threshold;
-        if full == 0 || self.jump_window >= full || !queue_building {
+        if full == 0 || !queue_building {
             return self.saved.cwnd;
         }
         let share = self.saved.cwnd as u128 * self.jump_window as u128 / full as u128;

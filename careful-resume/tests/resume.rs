@@ -228,11 +228,13 @@ fn a_lowered_jump_lowers_slow_start_after_it_only_while_the_rtt_shows_a_queue() 
         ssthresh_after_a_lowered_jump(Some(40), queue),
         Some(pkts(80))
     );
-    // Just under the threshold: the path has room, the whole saved
-    // capacity.
-    let no_queue = RTT + Duration::from_millis(12);
+    // At the threshold a queue shows; just under it the path has room: the
+    // whole saved capacity.
+    let at = RTT + Duration::from_micros(12_500);
+    assert_eq!(ssthresh_after_a_lowered_jump(Some(40), at), Some(pkts(80)));
+    let under = RTT + Duration::from_micros(12_499);
     assert_eq!(
-        ssthresh_after_a_lowered_jump(Some(40), no_queue),
+        ssthresh_after_a_lowered_jump(Some(40), under),
         Some(pkts(200))
     );
     // A jump made in full is never held back, queue or not.
