@@ -67,6 +67,9 @@ pub struct CarefulResume {
     unvalidated_sent: usize,
     /// PipeSize when the jump was taken.
     pipesize_at_jump: usize,
+    /// The largest smoothed RTT an ACK reported since the jump: whether
+    /// the jump met a queue (see `slow_start_ceiling`).
+    jump_rtt_peak: Duration,
     /// The jump's pacing rate, bytes per second, fixed when it started.
     jump_rate: u64,
     /// How the path delivered the jump: PipeSize and the time at the first
@@ -108,6 +111,7 @@ impl CarefulResume {
             unvalidated_since: None,
             unvalidated_sent: 0,
             pipesize_at_jump: 0,
+            jump_rtt_peak: Duration::ZERO,
             jump_rate: 0,
             jump_delivery_start: None,
             jump_ack_rate: None,
@@ -231,6 +235,7 @@ impl CarefulResume {
             },
             Phase::Unvalidated => {
                 self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
+                self.jump_rtt_peak = self.jump_rtt_peak.max(ack.smoothed_rtt);
                 if self.rtt_beyond_saved(ack.smoothed_rtt) {
                     // The path is not the one the saved set describes: a
                     // path change, which outranks what the ACK validates.
@@ -250,6 +255,7 @@ impl CarefulResume {
             }
             Phase::Validating => {
                 self.pipesize = self.pipesize.saturating_add(ack.acked_bytes);
+                self.jump_rtt_peak = self.jump_rtt_peak.max(ack.smoothed_rtt);
                 if self.jump_delivery_start.is_none()
                     && self.acknowledges_unvalidated(ack.largest_acked)
                 {
@@ -465,11 +471,14 @@ impl CarefulResume {
     /// How far slow start may go once the jump is validated (by `ack`):
     /// the saved capacity, or, when the jump was lowered to a share
     /// ([`CarefulResume::limit_jump`]: others jumped onto the same path at
-    /// once) and the RTT shows a queue building, the same share of it.
+    /// once) and the RTT showed a queue while the jump was unvalidated or
+    /// being validated (the largest smoothed RTT since the jump: at the
+    /// validating ACK alone, one of the probe's ten met the queue between
+    /// the others' rounds and overfilled it), the same share of it.
     /// Each member of a crowd slow-starting on to the whole saved capacity
     /// would together overfill the path (issue 27's probe: ten clients that
     /// each saved the path lost 1,782 packets after their validated jumps,
-    /// 157 with this). Without a queue the path has room (the crowd's saved
+    /// 57 with this). Without a queue the path has room (the crowd's saved
     /// capacities were small beside it), and slow start goes on as alone.
     /// The queue test is HyStart++'s (RFC 9406): an RTT above the minimum
     /// by an eighth of it, clamped to 4-16 ms.
@@ -477,7 +486,7 @@ impl CarefulResume {
         let full = self.config.jump_window(&self.saved);
         let threshold =
             (ack.min_rtt / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
-        let queue_building = ack.smoothed_rtt >= ack.min_rtt + threshold;
+        let queue_building = self.jump_rtt_peak >= ack.min_rtt + threshold;
         if full == 0 || !queue_building {
             return self.saved.cwnd;
         }

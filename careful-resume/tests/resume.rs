@@ -172,10 +172,15 @@ fn a_limited_jump_goes_to_the_limit_and_paces_over_it() {
     assert!(!cr.limit_jump(0));
 }
 
-/// A jump lowered to 40 of its 100 packets (saved: 200), sent and then
-/// validated by an ACK that reports `smoothed_rtt`; returns the ssthresh
-/// slow start goes on to.
-fn ssthresh_after_a_lowered_jump(limit: Option<usize>, smoothed_rtt: Duration) -> Option<usize> {
+/// A jump lowered to `limit` of its 100 packets (saved: 200), sent and
+/// then validated by two ACKs, the first reporting a smoothed RTT of
+/// `earlier_rtt`, the last `smoothed_rtt`; returns the ssthresh slow start
+/// goes on to.
+fn ssthresh_after_a_lowered_jump_with(
+    limit: Option<usize>,
+    earlier_rtt: Duration,
+    smoothed_rtt: Duration,
+) -> Option<usize> {
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config(), saved(200));
     if let Some(limit) = limit {
@@ -187,16 +192,11 @@ fn ssthresh_after_a_lowered_jump(limit: Option<usize>, smoothed_rtt: Duration) -
     let t = cr.on_packet_sent(&sent(window as u64 - 1, pkts(window), true, clock.at(110)));
     assert_eq!(t.map(|t| t.to), Some(Phase::Validating));
     // The path delivers the jump at its pace: no slower rate is shown.
-    assert_eq!(
-        cr.on_ack(&ack(
-            Some(25),
-            pkts(26),
-            pkts(window - 26),
-            RTT,
-            clock.at(201)
-        )),
-        None
-    );
+    let earlier = Ack {
+        smoothed_rtt: earlier_rtt,
+        ..ack(Some(25), pkts(26), pkts(window - 26), RTT, clock.at(201))
+    };
+    assert_eq!(cr.on_ack(&earlier), None);
     let last = Ack {
         smoothed_rtt,
         ..ack(
@@ -215,6 +215,10 @@ fn ssthresh_after_a_lowered_jump(limit: Option<usize>, smoothed_rtt: Duration) -
     );
     assert_eq!(t.pipesize, pkts(10 + window));
     t.ssthresh
+}
+
+fn ssthresh_after_a_lowered_jump(limit: Option<usize>, smoothed_rtt: Duration) -> Option<usize> {
+    ssthresh_after_a_lowered_jump_with(limit, RTT, smoothed_rtt)
 }
 
 #[test]
@@ -236,6 +240,12 @@ fn a_lowered_jump_lowers_slow_start_after_it_only_while_the_rtt_shows_a_queue() 
     assert_eq!(
         ssthresh_after_a_lowered_jump(Some(40), under),
         Some(pkts(200))
+    );
+    // A queue the jump met earlier counts too, though the validating ACK
+    // came when it had drained (others' rounds leave gaps).
+    assert_eq!(
+        ssthresh_after_a_lowered_jump_with(Some(40), queue, RTT),
+        Some(pkts(80))
     );
     // A jump made in full is never held back, queue or not.
     assert_eq!(ssthresh_after_a_lowered_jump(None, queue), Some(pkts(200)));

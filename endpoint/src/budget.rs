@@ -18,8 +18,8 @@
 //! window it would jump from is not made: the connection slow-starts, as
 //! without a token. Shrinking the jump is within RFC 9959 (a sender may
 //! jump to less). Once a lowered jump is validated, slow start goes on to
-//! the same share of the saved capacity if the RTT shows a queue building
-//! (the others' shares fill the path), to all of it otherwise
+//! the same share of the saved capacity if the jump met a queue (the
+//! others' shares fill the path), to all of it otherwise
 //! (`careful_resume::CarefulResume::limit_jump`).
 //!
 //! A jump holds its place from the grant of its saved set until it is no
