@@ -114,18 +114,19 @@ fn flood(
             next_refresh = now + TOKEN_REFRESH;
         }
         for _ in 0..STEP {
-            let datagram = if sent % 2 == 0 {
+            let datagram = if sent.is_multiple_of(2) {
                 stats.garbage += 1;
                 garbage(&mut rng, &mut out)
             } else {
                 // No token, a random one, a copied one, in turn.
-                let token = match (sent / 2) % 3 {
+                let kind = (sent / 2) % 3;
+                let token = match kind {
                     0 => None,
                     1 => Some(random_bytes(&mut rng, 60)),
                     _ => copied.clone(),
                 };
                 stats.initials += 1;
-                if token.is_some() && (sent / 2) % 3 == 2 {
+                if kind == 2 && token.is_some() {
                     stats.copied_tokens += 1;
                 }
                 forged_initial(
@@ -191,7 +192,7 @@ fn garbage(rng: &mut SystemRng, out: &mut [u8]) -> usize {
     let _ = rng.fill(&mut head);
     let len = (1 + usize::from(u16::from_le_bytes(head)) % 1350).min(out.len());
     let _ = rng.fill(&mut out[..len]);
-    if head[0] % 4 == 0 {
+    if head[0].is_multiple_of(4) {
         out[0] = 0xc0 | (out[0] & 0x0f);
     }
     len
