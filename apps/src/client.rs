@@ -201,8 +201,55 @@ fn load_store(path: Option<&Path>, now: SystemTime) -> Result<TokenStore, AppErr
     }
 }
 
+/// How long a download went without a new body byte, across the
+/// attempts of one download when the caller retries: a client's view of a
+/// stall (a dead server, a loss burst), which a soak bounds. Optionally
+/// gives up on an attempt that receives nothing for a while, as a user
+/// would, rather than waiting for the idle timeout (30 s): a restarted
+/// server knows nothing of the connection and says nothing either.
+#[derive(Clone, Debug)]
+pub struct Stalls {
+    /// Give up an attempt after this long without a body byte (counted
+    /// from the attempt's start before the first one).
+    pub give_up_after: Option<Duration>,
+    last: Instant,
+    longest: Duration,
+}
+
+impl Stalls {
+    /// Starts counting now (the download's start).
+    pub fn new(give_up_after: Option<Duration>) -> Stalls {
+        Stalls {
+            give_up_after,
+            last: Instant::now(),
+            longest: Duration::ZERO,
+        }
+    }
+
+    /// Body bytes arrived at `now`.
+    pub fn progress(&mut self, now: Instant) {
+        self.longest = self.longest.max(now.saturating_duration_since(self.last));
+        self.last = now;
+    }
+
+    /// The longest time without a body byte so far (from the start to the
+    /// first byte included).
+    pub fn longest(&self) -> Duration {
+        self.longest
+    }
+}
+
 /// Downloads `/<size>` once and keeps the tokens received.
 pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
+    download_watched(options, &mut Stalls::new(None))
+}
+
+/// [`download`], counting in `stalls` the times without a body byte and
+/// giving up as [`Stalls::give_up_after`] says.
+pub fn download_watched(
+    options: &ClientOptions,
+    stalls: &mut Stalls,
+) -> Result<DownloadReport, AppError> {
     let mut config = quiche_config(options)?;
     let wall = SystemTime::now();
     let store = load_store(options.token_file.as_deref(), wall)?;
@@ -258,6 +305,9 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
     let mut outbox = Outbox::default();
     let mut buf = vec![0u8; RECV_BUFFER];
     let give_up = start + options.timeout;
+    // When this attempt last saw a body byte (or started).
+    let mut attempt_progress = start;
+    let mut received_so_far = 0;
 
     let mut next_send = drain_connection(&mut conn, &mut outbox).next_send;
     loop {
@@ -285,12 +335,22 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
                 options.timeout
             )));
         }
+        let stalled_at = stalls.give_up_after.map(|after| attempt_progress + after);
+        if done.is_none() && stalled_at.is_some_and(|at| now >= at) {
+            return Err(AppError::Timeout(format!(
+                "no body byte for {:?} ({} of {} bytes)",
+                stalls.give_up_after.unwrap_or_default(),
+                app.progress().received,
+                options.size,
+            )));
+        }
 
         let deadline = [
             conn.timeout_instant(),
             next_send,
             outbox.next_release(),
             done.map(|at| at + options.linger),
+            stalled_at.filter(|_| done.is_none()),
         ]
         .into_iter()
         .flatten()
@@ -312,6 +372,11 @@ pub fn download(options: &ClientOptions) -> Result<DownloadReport, AppError> {
         }
         app.step(&mut conn, now)?;
         let progress = app.progress();
+        if progress.received > received_so_far {
+            received_so_far = progress.received;
+            attempt_progress = now;
+            stalls.progress(now);
+        }
         if options.verify && progress.verified < progress.received {
             return Err(AppError::Invalid(format!(
                 "body byte {} is not cr-server's (cr_serve::body)",

@@ -29,7 +29,9 @@ pub mod qlog;
 pub mod relay;
 pub mod server;
 
-pub use client::{download, ClientOptions, DownloadReport, PresentedToken};
+pub use client::{
+    download, download_watched, ClientOptions, DownloadReport, PresentedToken, Stalls,
+};
 pub use cr_serve::{CongestionControl, ConnectionReport, Protocol, SlowStart};
 pub use error::AppError;
 pub use relay::{LinkConfig, Relay, RelayHandle, RelayOptions, RelayStats};

@@ -164,19 +164,25 @@ impl RedisServer {
     /// first if it runs); panics when it cannot.
     #[track_caller]
     pub fn restart(&mut self) {
+        if let Err(e) = self.try_restart() {
+            panic!("{e}");
+        }
+    }
+
+    /// [`RedisServer::restart`], saying why when it cannot (for a soak,
+    /// which reports rather than panics).
+    pub fn try_restart(&mut self) -> Result<(), HarnessError> {
         self.stop();
         // The port was ours a moment ago; give the kernel a few tries.
         let mut last = None;
         for _ in 0..20 {
             match self.spawn() {
-                Ok(()) => return,
+                Ok(()) => return Ok(()),
                 Err(e) => last = Some(e),
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        if let Some(e) = last {
-            panic!("{e}");
-        }
+        Err(last.unwrap_or_else(|| HarnessError::Start("no attempt".to_owned())))
     }
 
     /// Whether the server process is running.

@@ -65,6 +65,17 @@ impl ConnectionReport {
         self.phases.last().copied()
     }
 
+    /// The id of the saved set the connection resumed (or was to resume)
+    /// from, in hex, `-` when none: the guard admits one connection per
+    /// set, so two `cr=engaged` lines with the same id would be a set used
+    /// twice (what `cr-load --soak` checks).
+    pub fn set_id(&self) -> String {
+        match &self.resume {
+            Ok(saved) => format!("{:016x}", saved.set.id.0),
+            Err(_) => "-".into(),
+        }
+    }
+
     /// Why Careful Resume did or did not engage, in words.
     pub fn resume_summary(&self) -> String {
         match &self.resume {
@@ -103,7 +114,7 @@ impl fmt::Display for ConnectionReport {
         write!(
             f,
             "peer={} alpn={} token={} cr={} requests={} bytes={} completion={} lifetime={} \
-             sent={} lost={} id={} odcid={}",
+             sent={} lost={} id={} odcid={} set={}",
             self.peer,
             self.protocol.map_or("-", Protocol::name),
             match (self.token_presented, self.address_validated) {
@@ -120,6 +131,7 @@ impl fmt::Display for ConnectionReport {
             self.packets.1,
             self.trace_id,
             self.client_dcid,
+            self.set_id(),
         )?;
         if let Some(error) = &self.error {
             write!(f, " error={error}")?;

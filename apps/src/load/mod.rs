@@ -11,14 +11,17 @@
 //! [`run_probe`], issue 27's flash crowd (each client alone, one after
 //! another, then all at once presenting their tokens, then all at once
 //! without). [`server`] owns the server process and what `/proc` says of
-//! it, [`summary`] what is printed.
+//! it, [`summary`] what is printed, [`soak`] the load under faults
+//! (`--soak`) and [`flood`] its unauthenticated traffic.
 //!
 //! The relay runs in this process because only the server is measured;
 //! its statistics are read directly. Each client keeps its address (and so
 //! its relay flow) from one download to the next, as a client behind a NAT
 //! keeps its mapping.
 
+pub mod flood;
 pub mod server;
+pub mod soak;
 pub mod summary;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

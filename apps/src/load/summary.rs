@@ -280,6 +280,7 @@ mod tests {
             sent: 0,
             lost: 0,
             lifetime: Duration::from_secs(lifetime_s),
+            set: None,
         };
         // [0,10], [5,15], [9,11], then [15,20] after the second closes.
         let lines = [line(10, 10), line(15, 10), line(11, 2), line(20, 5)];

@@ -93,6 +93,9 @@ struct InFlight {
 struct State {
     /// When the bottleneck has serialised everything accepted so far.
     busy_until: Instant,
+    /// Probability of a random loss now: the configured one, or what
+    /// [`Link::set_loss`] set (a loss burst).
+    loss: f64,
     in_flight: VecDeque<InFlight>,
     rng: LossRng,
     stats: LinkStats,
@@ -113,6 +116,7 @@ impl Link {
             config,
             state: Mutex::new(State {
                 busy_until: Instant::now(),
+                loss: config.loss,
                 in_flight: VecDeque::new(),
                 rng: LossRng::new(seed),
                 stats: LinkStats::default(),
@@ -130,7 +134,7 @@ impl Link {
     /// when it comes out, unless the queue is full or it is lost.
     pub fn send(&self, now: Instant, data: &[u8], socket: &Arc<UdpSocket>, to: SocketAddr) {
         let mut state = self.lock();
-        if self.config.loss > 0.0 && state.rng.next_unit() < self.config.loss {
+        if state.loss > 0.0 && state.rng.next_unit() < state.loss {
             state.stats.random_drops += 1;
             return;
         }
@@ -150,6 +154,22 @@ impl Link {
         });
         drop(state);
         self.arrived.notify_one();
+    }
+
+    /// Changes the probability of a random loss from now on (0 to 1,
+    /// clamped), e.g. for a burst of loss in a soak; the configured loss
+    /// comes back with [`Link::reset_loss`].
+    pub fn set_loss(&self, loss: f64) {
+        self.lock().loss = if loss.is_nan() {
+            0.0
+        } else {
+            loss.clamp(0.0, 1.0)
+        };
+    }
+
+    /// Goes back to the configured loss.
+    pub fn reset_loss(&self) {
+        self.set_loss(self.config.loss);
     }
 
     /// What the link did so far.
@@ -232,5 +252,20 @@ mod tests {
         };
         assert_eq!(draws(7), draws(7));
         assert!((50..150).contains(&draws(7)));
+    }
+
+    #[test]
+    fn loss_changes_at_run_time_and_comes_back() {
+        let link = Link::new(config(1_000_000, 0.0), 1);
+        let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").expect("bind"));
+        let to = socket.local_addr().expect("addr");
+        let now = Instant::now();
+        link.set_loss(1.0);
+        link.send(now, &[0; 100], &socket, to);
+        link.reset_loss();
+        link.send(now, &[0; 100], &socket, to);
+        link.set_loss(f64::NAN);
+        link.send(now, &[0; 100], &socket, to);
+        assert_eq!(link.stats().random_drops, 1);
     }
 }

@@ -254,6 +254,17 @@ impl Relay {
         self.counters.snapshot(self.up.stats(), self.down.stats())
     }
 
+    /// Sets the random loss of both directions from now on (a loss burst);
+    /// `None` goes back to the configured losses.
+    pub fn set_loss(&self, loss: Option<f64>) {
+        for link in [&self.up, &self.down] {
+            match loss {
+                Some(loss) => link.set_loss(loss),
+                None => link.reset_loss(),
+            }
+        }
+    }
+
     /// The flows open now.
     pub fn flows(&self) -> Vec<FlowInfo> {
         let now = Instant::now();
@@ -313,6 +324,12 @@ impl RelayHandle {
     /// The flows open now.
     pub fn flows(&self) -> Vec<FlowInfo> {
         self.relay.flows()
+    }
+
+    /// Sets the random loss of both directions from now on; `None` goes
+    /// back to the configured losses ([`Relay::set_loss`]).
+    pub fn set_loss(&self, loss: Option<f64>) {
+        self.relay.set_loss(loss);
     }
 }
 

@@ -3,7 +3,10 @@
 //!
 //! Single-threaded: one loop receives datagrams, routes them by destination
 //! connection ID, fires quiche's timers, runs the applications and releases
-//! packets at their pacing time. A client's token is validated when its
+//! packets at their pacing time. Each turn serves only the connections
+//! that have something to do (a datagram, a timer, their pacer, a claim's
+//! answer): thousands of half-open connections from forged Initials, each
+//! waiting out its idle timeout, must not slow every turn down. A client's token is validated when its
 //! first Initial arrives; a valid one marks the address validated (no
 //! Retry round trip) and, when it carries saved capacity, starts Careful
 //! Resume.
@@ -110,9 +113,25 @@ pub struct Server {
 struct Serving {
     session: ServerSession,
     next_send: Option<Instant>,
+    /// The connection IDs routing to it (the client's original one and
+    /// ours), forgotten with it.
+    ids: [Vec<u8>; 2],
 }
 
 impl Serving {
+    /// Whether the connection has something to do at `now` without a new
+    /// datagram: a timer due, its pacer's release, or a claim's answer to
+    /// pick up.
+    fn due(&self, now: Instant) -> bool {
+        self.session.claim_pending()
+            || self.next_send.is_some_and(|at| at <= now)
+            || self
+                .session
+                .conn_ref()
+                .timeout_instant()
+                .is_some_and(|at| at <= now)
+    }
+
     /// Fires the connection's timer if it is due, then serves it
     /// ([`ServerSession::serve`]), queueing what it sends in `outbox`.
     fn step(
@@ -227,13 +246,15 @@ impl Server {
         mut on_report: impl FnMut(ConnectionReport),
     ) -> Result<(), AppError> {
         let mut buf = vec![0u8; RECV_BUFFER];
+        // The connections that received a datagram this turn.
+        let mut received_by = Vec::with_capacity(RECV_BATCH);
         while !stop.load(Ordering::Relaxed) {
             let deadline = self.next_deadline(Instant::now() + MAX_WAIT);
             let mut received = recv_until(&self.socket, &mut buf, deadline)
                 .map_err(|e| AppError::io("receiving", e))?;
             let mut batch = 0;
             while let Some((len, from)) = received {
-                self.on_datagram(&mut buf[..len], from, Instant::now());
+                received_by.extend(self.on_datagram(&mut buf[..len], from, Instant::now()));
                 batch += 1;
                 received = if batch < RECV_BATCH {
                     try_recv(&self.socket, &mut buf).map_err(|e| AppError::io("receiving", e))?
@@ -242,9 +263,14 @@ impl Server {
                 };
             }
             let now = Instant::now();
-            for serving in self.sessions.values_mut() {
-                serving.step(&mut self.resume, &mut self.outbox, now);
+            received_by.sort_unstable();
+            received_by.dedup();
+            for (number, serving) in &mut self.sessions {
+                if received_by.binary_search(number).is_ok() || serving.due(now) {
+                    serving.step(&mut self.resume, &mut self.outbox, now);
+                }
             }
+            received_by.clear();
             self.outbox.flush(&self.socket, Instant::now());
             self.reap(&mut on_report);
             self.reload_keys(now);
@@ -292,25 +318,22 @@ impl Server {
             .fold(limit, Instant::min)
     }
 
-    fn on_datagram(&mut self, datagram: &mut [u8], from: SocketAddr, now: Instant) {
+    /// Hands a datagram to its connection (a new one for a client's first
+    /// Initial); returns the connection's number, if it has one.
+    fn on_datagram(&mut self, datagram: &mut [u8], from: SocketAddr, now: Instant) -> Option<u64> {
         // Short headers do not say how long their connection ID is: ours are CID_LEN.
-        let Ok(header) = quiche::Header::from_slice(datagram, CID_LEN) else {
-            return;
-        };
+        let header = quiche::Header::from_slice(datagram, CID_LEN).ok()?;
         let number = match self.ids.get(header.dcid.as_ref()) {
             Some(&number) => number,
-            None => match self.accept(&header, datagram.len(), from, now) {
-                Some(number) => number,
-                None => return,
-            },
+            None => self.accept(&header, datagram.len(), from, now)?,
         };
-        if let Some(serving) = self.sessions.get_mut(&number) {
-            let info = quiche::RecvInfo {
-                from,
-                to: self.local,
-            };
-            serving.session.recv(&self.resume, datagram, info);
-        }
+        let serving = self.sessions.get_mut(&number)?;
+        let info = quiche::RecvInfo {
+            from,
+            to: self.local,
+        };
+        serving.session.recv(&self.resume, datagram, info);
+        Some(number)
     }
 
     /// Starts a connection for a client's first Initial; answers unknown
@@ -363,6 +386,7 @@ impl Server {
             Serving {
                 session,
                 next_send: None,
+                ids: [header.dcid.to_vec(), cid.to_vec()],
             },
         );
         Some(number)
@@ -381,8 +405,12 @@ impl Server {
             if let Some(mut serving) = self.sessions.remove(&number) {
                 serving.session.on_closed(&self.resume, SystemTime::now());
                 on_report(serving.session.report(now));
+                for id in &serving.ids {
+                    if self.ids.get(id) == Some(&number) {
+                        self.ids.remove(id);
+                    }
+                }
             }
-            self.ids.retain(|_, n| *n != number);
         }
     }
 }
