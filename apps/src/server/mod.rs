@@ -6,10 +6,10 @@
 //! packets at their pacing time. Each turn serves only the connections
 //! that have something to do (a datagram, a timer, their pacer, a claim's
 //! answer): thousands of half-open connections from forged Initials, each
-//! waiting out its idle timeout, must not slow every turn down. A client's token is validated when its
-//! first Initial arrives; a valid one marks the address validated (no
-//! Retry round trip) and, when it carries saved capacity, starts Careful
-//! Resume.
+//! waiting out its idle timeout, must not slow every turn down. A client's
+//! token is validated when its first Initial arrives; a valid one marks the
+//! address validated (no Retry round trip) and, when it carries saved
+//! capacity, starts Careful Resume.
 
 mod handle;
 
