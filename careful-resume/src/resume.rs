@@ -450,7 +450,6 @@ impl CarefulResume {
     /// Returns whether the window changed.
     pub fn limit_jump(&mut self, max_jump: usize) -> bool {
         let floor = match self.phase {
-            _ if !self.is_active() => return false,
             Phase::Reconnaissance => 0,
             // Slow start would have sent twice the flight in this round:
             // a lowered jump never sends less.

@@ -252,6 +252,35 @@ fn a_lowered_jump_lowers_slow_start_after_it_only_while_the_rtt_shows_a_queue() 
 }
 
 #[test]
+fn a_jump_lowered_while_unvalidated_is_judged_at_its_lowered_rate() {
+    let clock = Clock::new();
+    let mut cr = CarefulResume::new(config(), saved(200));
+    ready_to_jump(&mut cr, &clock).expect("the jump");
+    // Lowered from 100 to 40 packets after the jump began: paced at 40
+    // packets per 100 ms RTT from now on.
+    assert!(cr.limit_jump(pkts(40)));
+    send_quietly(&mut cr, 10..=38, pkts(10), clock.at(110));
+    let t = cr.on_packet_sent(&sent(39, pkts(40), true, clock.at(110)));
+    assert_eq!(t.map(|t| t.to), Some(Phase::Validating));
+    // The path acknowledges the jump at the lowered pace (29 packets in
+    // 75 ms): it is not slower than the jump was sent, so slow start goes
+    // on to the saved capacity. Judged against the full jump's pace (100
+    // packets per RTT) it would look path-limited, and slow start would
+    // end at the 39 packets that rate carries per RTT.
+    assert_eq!(
+        cr.on_ack(&ack(Some(10), pkts(11), pkts(29), RTT, clock.at(210))),
+        None
+    );
+    let t = assert_change(
+        cr.on_ack(&ack(Some(39), pkts(29), 0, RTT, clock.at(285))),
+        Phase::Validating,
+        Phase::Normal,
+        Trigger::LastUnvalidatedPacketAcknowledged,
+    );
+    assert_eq!(t.ssthresh, Some(pkts(200)));
+}
+
+#[test]
 fn a_jump_being_validated_can_no_longer_be_limited() {
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config(), saved(200));
