@@ -4,42 +4,19 @@
 //! cr-load starts and kills its own server; the test kills only the
 //! cr-load it started, and only if it overruns.
 
-use std::io::Read;
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
+
+mod support;
 
 /// cr-load's own per-download timeout bounds the run well below this.
 const PATIENCE: Duration = Duration::from_secs(60);
 
 #[test]
 fn three_clients_two_rounds_all_verified_and_the_second_round_resumes() {
-    let certs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../certs");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cr-load"))
-        .args(["--clients", "3", "--rounds", "2", "--size", "1MiB"])
-        .args(["--rate", "50mbit", "--rtt", "40ms", "--spread", "100ms"])
-        .args(["--linger", "500ms", "--timeout", "15s", "--certs"])
-        .arg(&certs)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("cr-load starts");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let (sender, output) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        let _ = sender.send(text);
-    });
-    let Ok(text) = output.recv_timeout(PATIENCE) else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("cr-load did not finish within {PATIENCE:?}");
-    };
-    let status = child.wait().expect("cr-load's status");
-    assert!(status.success(), "cr-load failed: {status}\n{text}");
+    let text = support::run_cr_load(
+        "--clients 3 --rounds 2 --size 1MiB --rate 50mbit --rtt 40ms --spread 100ms --linger 500ms --timeout 15s",
+        PATIENCE,
+    );
 
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1, "one JSON line: {text}");

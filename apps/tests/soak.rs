@@ -7,43 +7,19 @@
 //! PID; the test kills only the cr-load it started, and only if it
 //! overruns.
 
-use std::io::Read;
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
+
+mod support;
 
 /// The run takes 24 s and a few seconds of settling.
 const PATIENCE: Duration = Duration::from_secs(60);
 
 #[test]
 fn every_fault_is_survived_with_nothing_lost() {
-    let certs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../certs");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cr-load"))
-        .args(["--soak", "--duration", "24s", "--clients", "4"])
-        .args(["--size", "128KiB", "--rate", "50mbit", "--rtt", "40ms"])
-        .args(["--spread", "200ms", "--linger", "300ms", "--timeout", "20s"])
-        .args(["--flood-rate", "400", "--certs"])
-        .arg(&certs)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("cr-load starts");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let (sender, output) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        let _ = sender.send(text);
-    });
-    let Ok(text) = output.recv_timeout(PATIENCE) else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("cr-load --soak did not finish within {PATIENCE:?}");
-    };
-    let status = child.wait().expect("cr-load's status");
-    assert!(status.success(), "cr-load --soak failed: {status}\n{text}");
+    let text = support::run_cr_load(
+        "--soak --duration 24s --clients 4 --size 128KiB --rate 50mbit --rtt 40ms --spread 200ms --linger 300ms --timeout 20s --flood-rate 400",
+        PATIENCE,
+    );
 
     let lines: Vec<serde_json::Value> = text
         .lines()

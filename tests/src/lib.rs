@@ -366,13 +366,15 @@ impl<G: TokenGuard> Drop for Harness<G> {
     }
 }
 
-fn fire_timer(conn: &mut quiche::Connection, now: Instant) {
+/// Fires `conn`'s timer if it is due at `now`.
+pub fn fire_timer(conn: &mut quiche::Connection, now: Instant) {
     if conn.timeout_instant().is_some_and(|at| at <= now) {
         conn.on_timeout();
     }
 }
 
-fn drain(conn: &mut quiche::Connection) -> Vec<Vec<u8>> {
+/// Every datagram `conn` has to send now.
+pub fn drain(conn: &mut quiche::Connection) -> Vec<Vec<u8>> {
     let mut buf = [0; 65_536];
     let mut out = Vec::new();
     while let Ok((len, _)) = conn.send(&mut buf) {

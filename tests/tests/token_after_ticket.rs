@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use cr_endpoint::ex_token::{ExToken, KeyRing, MemoryGuard, SimRng, TokenKey, TokenServer};
 use cr_endpoint::{ResumeConfig, ResumeServer};
 use quiche::CongestionControlAlgorithm as Cc;
-use quiche_cr_tests::{config, opaque_client, wall_start, CLIENT, SERVER};
+use quiche_cr_tests::{config, drain, fire_timer, opaque_client, wall_start, CLIENT, SERVER};
 
 const RTT: Duration = Duration::from_millis(300);
 
@@ -81,17 +81,12 @@ impl Server {
         let mut buf = [0; 65_536];
         while done_at.is_none_or(|at| self.now < at + linger) {
             assert!(self.now - start < Duration::from_secs(60), "stalled");
-            if client.timeout_instant().is_some_and(|at| at <= self.now) {
-                client.on_timeout();
-            }
+            fire_timer(&mut client, self.now);
             if client.is_established() && !requested {
                 client.stream_send(0, b"GET", true).expect("request");
                 requested = true;
             }
-            let mut to_server = Vec::new();
-            while let Ok((len, _)) = client.send(&mut buf) {
-                to_server.push(buf[..len].to_vec());
-            }
+            let to_server = drain(&mut client);
             self.tick();
 
             for mut datagram in to_server {
@@ -132,9 +127,7 @@ impl Server {
                 if requested && written < size {
                     written += conn.stream_send(0, &body[written..], true).unwrap_or(0);
                 }
-                while let Ok((len, _)) = conn.send(&mut buf) {
-                    to_client.push(buf[..len].to_vec());
-                }
+                to_client = drain(conn);
             }
             self.tick();
 

@@ -1,6 +1,6 @@
 //! What the programs' integration tests share: the test certificate, a
-//! server with a fresh key, the relay's link, a client's options, and a
-//! `cr-server` process.
+//! server with a fresh key, the relay's link, a client's options, a
+//! `cr-server` process, and a `cr-load` run.
 //! Each test binary uses part of it.
 #![allow(dead_code)]
 
@@ -72,4 +72,40 @@ pub fn client_options(server: SocketAddr, size: u64, token_file: &Path) -> Clien
         bind: None,
         verify: true,
     }
+}
+
+/// Runs `cr-load` with `args` (split at whitespace; the test certificate
+/// is added) and returns what
+/// it printed, once it has exited successfully. cr-load starts and kills
+/// its own server; this kills only the cr-load it started, and only if it
+/// has not finished within `patience`.
+pub fn run_cr_load(args: &str, patience: Duration) -> String {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    use std::sync::mpsc;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cr-load"))
+        .args(args.split_whitespace())
+        .arg("--certs")
+        .arg(certs())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("cr-load starts");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let (sender, output) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        let _ = sender.send(text);
+    });
+    let Ok(text) = output.recv_timeout(patience) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("cr-load {args} did not finish within {patience:?}");
+    };
+    let status = child.wait().expect("cr-load's status");
+    assert!(status.success(), "cr-load {args} failed: {status}\n{text}");
+    text
 }
