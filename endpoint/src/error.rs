@@ -41,3 +41,31 @@ impl From<quiche::Error> for Error {
         Error::Quiche(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::Error;
+
+    /// A server's log names the layer that failed and keeps the cause
+    /// reachable, whichever way the error arrived.
+    #[test]
+    fn each_error_names_its_layer_and_keeps_its_cause() {
+        let quiche_error = Error::from(quiche::Error::InvalidState);
+        assert_eq!(quiche_error.to_string(), "quiche: InvalidState");
+        let cause = quiche_error.source().expect("a cause");
+        assert_eq!(
+            cause.downcast_ref::<quiche::Error>(),
+            Some(&quiche::Error::InvalidState)
+        );
+
+        let key_error = Error::from(ex_token::KeyError::Random);
+        assert_eq!(key_error.to_string(), "token key: random source failed");
+        let cause = key_error.source().expect("a cause");
+        assert_eq!(
+            cause.downcast_ref::<ex_token::KeyError>(),
+            Some(&ex_token::KeyError::Random)
+        );
+    }
+}

@@ -263,4 +263,52 @@ mod tests {
         assert_eq!(snapshot.refused(Refusal::AlreadyUsed), 1);
         assert_eq!(snapshot.refused.iter().sum::<u64>(), 1);
     }
+
+    /// Each reason the token layer gives lands in the group an operator
+    /// reads on the dashboard; a connection without a token is no refusal.
+    #[test]
+    fn every_token_outcome_is_counted_in_its_group() {
+        let cases = [
+            (NoResume::Absent, None),
+            (NoResume::Expired, Some(Refusal::Expired)),
+            (NoResume::Unprotected, Some(Refusal::Unprotected)),
+            (NoResume::AddressMismatch, Some(Refusal::WrongNetwork)),
+            (NoResume::OtherSite, Some(Refusal::OtherSite)),
+            (NoResume::Superseded, Some(Refusal::Superseded)),
+            (NoResume::Revoked, Some(Refusal::Revoked)),
+            (NoResume::RequestedZero, Some(Refusal::ClientOptedOut)),
+            (NoResume::AlreadyInUse, Some(Refusal::AlreadyUsed)),
+            (NoResume::GuardUnavailable, Some(Refusal::GuardUnavailable)),
+            (
+                NoResume::Invalid(InvalidToken::Sealing(OpenError::UnknownKey(9))),
+                Some(Refusal::UnknownKey),
+            ),
+            (
+                NoResume::Invalid(InvalidToken::Sealing(OpenError::Forged)),
+                Some(Refusal::Tampered),
+            ),
+            (
+                NoResume::Invalid(InvalidToken::Sealing(OpenError::BadLength(3))),
+                Some(Refusal::Malformed),
+            ),
+            (
+                NoResume::Invalid(InvalidToken::ZeroCapacity),
+                Some(Refusal::Malformed),
+            ),
+        ];
+        for (why, group) in cases {
+            assert_eq!(Refusal::of(&why), group, "{why:?}");
+            let metrics = ServerMetrics::default();
+            metrics.on_refusal(&why);
+            let snapshot = metrics.snapshot();
+            for refusal in Refusal::ALL {
+                let expected = u64::from(group == Some(refusal));
+                assert_eq!(
+                    snapshot.refused(refusal),
+                    expected,
+                    "{why:?} as {refusal:?}"
+                );
+            }
+        }
+    }
 }

@@ -38,3 +38,24 @@ impl From<quiche::h3::Error> for ServeError {
         ServeError::Http3(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ServeError;
+
+    /// The text goes into the CONNECTION_CLOSE reason and the connection's
+    /// report: it names the layer that failed.
+    #[test]
+    fn each_error_names_its_layer() {
+        assert_eq!(
+            ServeError::from(quiche::Error::Done).to_string(),
+            "QUIC: Done"
+        );
+        assert_eq!(
+            ServeError::from(quiche::h3::Error::FrameUnexpected).to_string(),
+            "HTTP/3: FrameUnexpected"
+        );
+        let peer = ServeError::Peer("the server reset the request (error 256)".into());
+        assert_eq!(peer.to_string(), "the server reset the request (error 256)");
+    }
+}

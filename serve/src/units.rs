@@ -236,6 +236,22 @@ mod tests {
         assert!(size("MiB").is_err());
         assert!(size("3 parsecs").is_err());
         assert!(size("99999999999GiB").is_err());
+        // A number too long for f64 is refused, not taken as infinity.
+        let huge = format!("{}B", "9".repeat(400));
+        assert_eq!(size(&huge), Err(format!("`{huge}`: not a finite number")));
+    }
+
+    /// Reports and command lines print sizes and rates the way they are
+    /// typed: the shortest exact unit.
+    #[test]
+    fn sizes_and_rates_print_in_their_own_units() {
+        assert_eq!(ByteSize(3 << 19).to_string(), "1.5MiB");
+        assert_eq!(ByteSize(65_536).to_string(), "64KiB");
+        assert_eq!(ByteSize(1_500_000).to_string(), "1.5MB");
+        assert_eq!(ByteSize(1500).to_string(), "1500B");
+        assert_eq!(ByteSize(1_000_001).to_string(), "1000001B");
+        assert_eq!(Rate::mbit(50).to_string(), "50 Mbit/s");
+        assert_eq!(Rate::from_bps(2_500_000).unwrap().to_string(), "2.5 Mbit/s");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use cr_endpoint::ex_token::{KeyRing, MemoryGuard, SimRng, TokenKey, TokenServer}
 use cr_endpoint::ResumeServer;
 use cr_serve::app::ClientApp;
 use cr_serve::{Protocol, ServerSession};
+use quiche::h3::NameValue;
 
 const CERT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../certs/cert.pem");
 const KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../certs/key.pem");
@@ -240,4 +241,107 @@ fn a_session_without_a_handshake_reports_no_protocol() {
     assert_eq!(report.lifetime, Duration::from_secs(3));
     let dcid: String = dcid.iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(report.client_dcid, dcid);
+}
+
+/// The client's side of an HTTP/3 exchange over the pair: requests the
+/// paths, then steps until each response finished; returns each one's
+/// status and body length.
+fn h3_requests(pair: &mut Pair, paths: &[&str]) -> Vec<(Vec<u8>, usize)> {
+    let mut h3: Option<quiche::h3::Connection> = None;
+    let mut answers: Vec<(u64, Vec<u8>, usize, bool)> = Vec::new();
+    let mut buf = [0u8; 4096];
+    for _ in 0..1000 {
+        if pair.client.is_established() && h3.is_none() {
+            let config = quiche::h3::Config::new().expect("h3 config");
+            let mut conn = quiche::h3::Connection::with_transport(&mut pair.client, &config)
+                .expect("h3 connection");
+            for path in paths {
+                let headers = [
+                    quiche::h3::Header::new(b":method", b"GET"),
+                    quiche::h3::Header::new(b":scheme", b"https"),
+                    quiche::h3::Header::new(b":authority", b"quiche-cr.test"),
+                    quiche::h3::Header::new(b":path", path.as_bytes()),
+                ];
+                let id = conn
+                    .send_request(&mut pair.client, &headers, true)
+                    .expect("request");
+                answers.push((id, Vec::new(), 0, false));
+            }
+            h3 = Some(conn);
+        }
+        pair.exchange();
+        let Some(conn) = h3.as_mut() else {
+            continue;
+        };
+        loop {
+            let (id, event) = match conn.poll(&mut pair.client) {
+                Ok(polled) => polled,
+                Err(quiche::h3::Error::Done) => break,
+                Err(e) => panic!("client h3: {e}"),
+            };
+            let answer = answers.iter_mut().find(|a| a.0 == id).expect("our request");
+            match event {
+                quiche::h3::Event::Headers { list, .. } => {
+                    let status = list.iter().find(|h| h.name() == b":status");
+                    answer.1 = status.expect("a status").value().to_vec();
+                }
+                quiche::h3::Event::Data => {
+                    while let Ok(read) = conn.recv_body(&mut pair.client, id, &mut buf) {
+                        answer.2 += read;
+                    }
+                }
+                quiche::h3::Event::Finished => answer.3 = true,
+                _ => {}
+            }
+        }
+        if answers.iter().all(|a| a.3) {
+            return answers.into_iter().map(|a| (a.1, a.2)).collect();
+        }
+    }
+    panic!("no answer to {paths:?}");
+}
+
+#[test]
+fn http3_answers_a_path_without_a_size_404_and_size_0_with_an_empty_200() {
+    let mut pair = Pair::new(Protocol::H3);
+    let answers = h3_requests(&mut pair, &["/index.html", "/0"]);
+    assert_eq!(answers, [(b"404".to_vec(), 0), (b"200".to_vec(), 0)]);
+    let session = pair.session.as_ref().expect("a session");
+    let report = session.report(Instant::now());
+    assert_eq!((report.requests, report.body_bytes), (2, 0));
+    assert_eq!(session.app_error(), None);
+}
+
+/// A client that breaks HTTP/3 (a DATA frame where the request's HEADERS
+/// must come first) loses its connection with an application error, and
+/// the session keeps what went wrong for its report.
+#[test]
+fn a_client_breaking_http3_is_closed_with_an_application_error() {
+    let mut pair = Pair::new(Protocol::H3);
+    let mut sent = false;
+    for _ in 0..1000 {
+        if pair.client.is_established() && !sent {
+            // DATA (type 0x00), one byte long.
+            pair.client
+                .stream_send(0, &[0x00, 0x01, 0x42], true)
+                .expect("raw stream data");
+            sent = true;
+        }
+        pair.exchange();
+        if let Some(error) = pair.client.peer_error() {
+            assert!(error.is_app, "{error:?}");
+            let session = pair.session.as_ref().expect("a session");
+            assert_eq!(
+                session.app_error(),
+                Some(&cr_serve::ServeError::Http3(
+                    quiche::h3::Error::FrameUnexpected
+                ))
+            );
+            let report = session.report(Instant::now());
+            let reported = report.error.expect("the close is reported");
+            assert!(reported.starts_with("local:app"), "{reported}");
+            return;
+        }
+    }
+    panic!("the connection stayed open");
 }

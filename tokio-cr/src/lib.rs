@@ -55,6 +55,7 @@
 //! its Retry logic (accept, validate the address, or fall back to Retry),
 //! and one that may adjust the `quiche::Config`.
 
+pub mod program;
 pub mod serve;
 
 use std::net::SocketAddr;

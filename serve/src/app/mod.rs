@@ -361,6 +361,23 @@ mod tests {
         assert_eq!(requested_size(&[b'/', 0xff]), None);
     }
 
+    /// Only `GET /<n>` asks for a body; any other method, a missing path or
+    /// one longer than a size can be is answered 404.
+    #[test]
+    fn only_a_get_of_a_size_is_a_request() {
+        use quiche::h3::Header;
+        let request = |method: &[u8], path: Option<&[u8]>| {
+            let mut headers = vec![Header::new(b":method", method)];
+            headers.extend(path.map(|p| Header::new(b":path", p)));
+            h3::request_size(&headers)
+        };
+        assert_eq!(request(b"GET", Some(b"/65536")), Some(65_536));
+        assert_eq!(request(b"POST", Some(b"/65536")), None);
+        assert_eq!(request(b"GET", None), None);
+        let long = [b"/".as_slice(), &[b'1'; MAX_REQUEST]].concat();
+        assert_eq!(request(b"GET", Some(&long)), None);
+    }
+
     #[test]
     fn alpn_round_trips() {
         for p in [Protocol::H3, Protocol::Hq] {

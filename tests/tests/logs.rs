@@ -1,0 +1,117 @@
+//! What a server's log says about Careful Resume, as an operator greps it:
+//! each jump with its size, a retreat with its trigger and the revocation
+//! of its saved set, and a jump the response could not fill, with the hint
+//! at the server loop. Captured from the `log` facade (one logger per test
+//! binary, hence one test).
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use log::{Level, LevelFilter, Log, Metadata, Record};
+use quiche::careful_resume::Phase;
+use quiche::CongestionControlAlgorithm as Cc;
+use quiche_cr_tests::{opaque_client, Harness, CLIENT};
+
+const RTT: Duration = Duration::from_millis(600);
+const SIZE: usize = 2 * 1024 * 1024;
+
+/// Keeps cr-endpoint's records, with their levels.
+struct Capture(Mutex<Vec<(Level, String)>>);
+
+impl Log for Capture {
+    fn enabled(&self, metadata: &Metadata) -> bool {
+        metadata.target().starts_with("cr_endpoint")
+    }
+
+    fn log(&self, record: &Record) {
+        if self.enabled(record.metadata()) {
+            let mut lines = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            lines.push((record.level(), record.args().to_string()));
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+static CAPTURE: Capture = Capture(Mutex::new(Vec::new()));
+
+/// The records logged since the last call.
+fn take_lines() -> Vec<(Level, String)> {
+    std::mem::take(&mut *CAPTURE.0.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+fn newest_token(client: &mut quiche::Connection) -> Vec<u8> {
+    std::iter::from_fn(|| client.new_token_next())
+        .last()
+        .expect("a token")
+}
+
+#[test]
+fn the_log_tells_each_jump_its_retreat_and_an_unused_jump() {
+    log::set_logger(&CAPTURE).expect("the only logger of this binary");
+    log::set_max_level(LevelFilter::Debug);
+
+    let mut harness = Harness::new(Cc::CUBIC, RTT);
+    let mut first = harness.download(opaque_client(None, 1), SIZE, |_| false);
+    let token = newest_token(&mut first.client);
+    take_lines();
+
+    // A jump that loses a packet while unvalidated retreats.
+    let mut unvalidated_sent = 0;
+    let retreated = harness.download(opaque_client(Some(&token), 2), SIZE, |server| {
+        let unvalidated = server
+            .careful_resume()
+            .is_some_and(|r| r.phase() == Phase::Unvalidated);
+        unvalidated_sent += u32::from(unvalidated);
+        unvalidated && unvalidated_sent == 5
+    });
+    let jump = retreated.server.stats().jump_window.expect("a jump");
+    let lines = take_lines();
+    assert!(
+        lines.contains(&(
+            Level::Debug,
+            format!("{CLIENT}: Careful Resume jumped to {jump} B")
+        )),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&(
+            Level::Info,
+            format!("{CLIENT}: Careful Resume retreated (packet_loss): the saved set is revoked")
+        )),
+        "{lines:?}"
+    );
+
+    // A jump a 64 KiB response cannot fill goes unused, and the log says
+    // how much of it was sent while unvalidated and where to look.
+    drop(retreated);
+    let mut again = harness.download(opaque_client(None, 3), SIZE, |_| false);
+    let token = newest_token(&mut again.client);
+    take_lines();
+    let small = harness.download(opaque_client(Some(&token), 4), 64 * 1024, |_| false);
+    let stats = small.server.stats();
+    assert!(stats.jump_unused, "{:?}", stats.phases);
+    let jump = stats.jump_window.expect("a jump");
+    let lines = take_lines();
+    let unused: Vec<_> = lines
+        .iter()
+        .filter(|(_, line)| line.contains("jump went unused"))
+        .collect();
+    assert_eq!(unused.len(), 1, "once per connection: {lines:?}");
+    let (level, line) = unused[0];
+    assert_eq!(*level, Level::Info);
+    assert!(
+        line.starts_with(&format!("{CLIENT}: Careful Resume jump went unused: ")),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!(
+            " of the {jump} B it opened were sent while unvalidated"
+        )),
+        "{line}"
+    );
+    assert!(
+        line.contains("see the server loop in cr_endpoint's docs"),
+        "{line}"
+    );
+}
