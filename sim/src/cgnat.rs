@@ -182,7 +182,7 @@ fn arm_in(
     scenario: &Scenario,
     prefix: Option<u8>,
 ) -> Result<Vec<Download>, SimError> {
-    let endpoints = endpoint_settings(scenario, cr_serve::SlowStart::Hystart, true);
+    let endpoints = endpoint_settings(scenario, scenario.slow_start, true);
     let tokens = TokenConfig {
         bdp_prefixes: AddressPrefixes {
             v4: prefix.unwrap_or(24),
