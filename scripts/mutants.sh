@@ -90,4 +90,7 @@ if [ -s "$results/missed.txt" ]; then
     sed 's/^/  /' "$results/missed.txt" >&2
 fi
 echo "mutants: full results in $results/ (outcomes.json, caught.txt, missed.txt, timeout.txt)" >&2
+# cargo-mutants exits 3 when the only undetected-by-assertion mutants timed out: each makes a test
+# hang (a claim never answered), so it was detected, and the run passes.
+[ "$status" = 3 ] && status=0
 exit "$status"
