@@ -68,7 +68,7 @@ pub struct CarefulResume {
     /// PipeSize when the jump was taken.
     pipesize_at_jump: usize,
     /// The largest smoothed RTT an ACK reported since the jump: whether
-    /// the jump met a queue (see `slow_start_ceiling`).
+    /// the jump met a queue (see `lowered_into_a_queue`).
     jump_rtt_peak: Duration,
     /// The jump's pacing rate, bytes per second, fixed when it started.
     jump_rate: u64,
@@ -267,13 +267,18 @@ impl CarefulResume {
                         self.path_rate = Some(rate);
                         let capacity = self.capacity(rate, ack);
                         self.slow_start_limit = SlowStartLimit::Shown(capacity);
+                    } else if self.lowered_into_a_queue(ack) {
+                        // Others' jumps fill the path: slow start ends now,
+                        // not at the validation a round later, when the
+                        // crowd's windows would have doubled into the queue.
+                        self.slow_start_limit = SlowStartLimit::Shown(self.pipesize);
                     }
                 }
                 if self.covers_last_unvalidated(ack) {
                     // The jump is validated: slow start may go on up to the
                     // saved capacity, which the earlier connection showed the
-                    // path carries (or its share, for a lowered jump into a
-                    // queue), unless the path delivered the jump slower
+                    // path carries (or only PipeSize, for a lowered jump into
+                    // a queue), unless the path delivered the jump slower
                     // than it was sent, which shows what it carries now;
                     // beyond that the controller probes in congestion
                     // avoidance. (Slow-starting on from a window this large
@@ -444,8 +449,8 @@ impl CarefulResume {
     /// slow start would have sent in the round), and the sender sends no
     /// more unvalidated data once its flight reaches it.
     /// Once a lowered jump is validated while the RTT shows a queue, slow
-    /// start goes on only to the same share of the saved capacity (see
-    /// `slow_start_ceiling`); without a queue, to all of it.
+    /// start ends at PipeSize (see `slow_start_ceiling`); without a queue,
+    /// it goes on to the saved capacity.
     ///
     /// Returns whether the window changed.
     pub fn limit_jump(&mut self, max_jump: usize) -> bool {
@@ -473,24 +478,35 @@ impl CarefulResume {
     /// once) and the RTT showed a queue while the jump was unvalidated or
     /// being validated (the largest smoothed RTT since the jump: at the
     /// validating ACK alone, one of the probe's ten met the queue between
-    /// the others' rounds and overfilled it), the same share of it.
-    /// Each member of a crowd slow-starting on to the whole saved capacity
-    /// would together overfill the path (issue 27's probe: ten clients that
-    /// each saved the path lost 1,782 packets after their validated jumps,
-    /// 57 with this). Without a queue the path has room (the crowd's saved
-    /// capacities were small beside it), and slow start goes on as alone.
-    /// The queue test is HyStart++'s (RFC 9406): an RTT above the minimum
-    /// by an eighth of it, clamped to 4-16 ms.
+    /// the others' rounds and overfilled it), no further: PipeSize, what
+    /// this jump validated. Each member of a crowd slow-starting on to the
+    /// whole saved capacity would together overfill the path (issue 27's
+    /// probe: ten clients that each saved the path lost 1,782 packets after
+    /// their validated jumps). The budget lowers each of n jumps to 2/n of
+    /// half the saved capacity, saved/n, so the n jumps together already
+    /// hold one saved capacity, the path: each one's share of it is what it
+    /// validated. (Slow-starting on to 2/n of the saved capacity each, as
+    /// before, filled the path and its queue: 57 lost; 8 with this.)
+    /// Without a queue the path has room (the crowd's saved capacities
+    /// were small beside it), and slow start goes on as alone.
     fn slow_start_ceiling(&self, ack: &Ack) -> usize {
+        if self.lowered_into_a_queue(ack) {
+            self.pipesize
+        } else {
+            self.saved.cwnd
+        }
+    }
+
+    /// Whether the jump was lowered to a share ([`CarefulResume::limit_jump`])
+    /// and the RTT has shown a queue since it began (HyStart++'s test, RFC
+    /// 9406: the largest smoothed RTT since the jump above the minimum by an
+    /// eighth of it, clamped to 4-16 ms): other connections' jumps fill the
+    /// path.
+    fn lowered_into_a_queue(&self, ack: &Ack) -> bool {
         let full = self.config.jump_window(&self.saved);
         let threshold =
             (ack.min_rtt / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
-        let queue_building = self.jump_rtt_peak >= ack.min_rtt + threshold;
-        if full == 0 || !queue_building {
-            return self.saved.cwnd;
-        }
-        let share = self.saved.cwnd as u128 * self.jump_window as u128 / full as u128;
-        usize::try_from(share).unwrap_or(self.saved.cwnd)
+        self.jump_window < full && self.jump_rtt_peak >= ack.min_rtt + threshold
     }
 
     /// PipeSize: the capacity validated so far, in bytes.

@@ -17,10 +17,10 @@
 //! same share, and none races ahead of the others. A jump lowered to the
 //! window it would jump from is not made: the connection slow-starts, as
 //! without a token. Shrinking the jump is within RFC 9959 (a sender may
-//! jump to less). Once a lowered jump is validated, slow start goes on to
-//! the same share of the saved capacity if the jump met a queue (the
-//! others' shares fill the path), to all of it otherwise
-//! (`careful_resume::CarefulResume::limit_jump`).
+//! jump to less). A lowered jump that meets a queue (the others' shares
+//! fill the path) ends slow start there, at what it validated; without
+//! one, slow start goes on to the saved capacity once the jump is
+//! validated (`careful_resume::CarefulResume::limit_jump`).
 //!
 //! A jump holds its place from the grant of its saved set until it is no
 //! longer unvalidated (Validating, Normal or Safe Retreat), Careful Resume

@@ -561,10 +561,12 @@ fn crowd_results() -> &'static [suite::CrowdResult] {
 /// 0.928, 35 of 50 jump; crowd-100-bbr2 1.00 x (none jumps: a hundredth
 /// of a jump is less than the initial window), lost 0.93 x. The issue's
 /// real-socket probe (10 clients, 2 MiB at 300 ms, each saved the path's
-/// BDP) still misses on losses, guarded at its figures: 57 against 0 with
-/// CUBIC (1,782 before a lowered jump that met a queue also lowered slow
-/// start after it; 6,189 without the budget), 214 against 123 with BBR2
-/// (2,417 without the budget).
+/// BDP) meets them with CUBIC: 0 lost against 0, median 0.85 x (1,782 lost
+/// before a lowered jump that met a queue ended slow start, 57 while it
+/// ended at validation on 2/n of the saved capacity, 8 at validation on
+/// PipeSize; 6,189 without the budget); with BBR2 it still misses on
+/// losses, guarded at its figures: 214 against 123 (2,417 without the
+/// budget).
 #[test]
 fn a_resumed_crowd_is_no_slower_than_its_baseline() {
     let results = crowd_results();
@@ -583,7 +585,6 @@ fn a_resumed_crowd_is_no_slower_than_its_baseline() {
             .expect("completions");
         assert!(median <= 1.0, "{name}: median {median:.3} x the baseline's");
         let (p95_limit, lost_limit) = match name.as_str() {
-            "crowd-10-2MiB-300ms" => (1.1, 100.0),
             "crowd-10-2MiB-300ms-bbr2" => (1.1, 2.5),
             _ => (1.1, 1.5),
         };
@@ -602,8 +603,8 @@ fn a_resumed_crowd_is_no_slower_than_its_baseline() {
 
 /// The budget is what keeps the crowd's losses down: the probe
 /// (10 clients, 2 MiB at 300 ms) with every jump in full loses 6,189
-/// packets, more than three times what it loses with the budget (57),
-/// and its jumps retreat.
+/// packets (with the budget none; the test asks for more than three times
+/// as many), and its jumps retreat.
 #[test]
 fn without_the_jump_budget_the_probe_crowd_floods_the_bottleneck() {
     let case = suite::crowd_cases()
