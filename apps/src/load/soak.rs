@@ -201,20 +201,12 @@ pub fn schedule(duration: Duration, cycle: Duration) -> Result<Vec<Window>, AppE
     Ok(windows)
 }
 
-/// One fault window's line.
+/// What a set of downloads came to, in a window's line or the summary's.
 #[derive(Clone, Debug, Serialize)]
-pub struct FaultReport {
-    /// The fault ([`Fault::name`]).
-    pub fault: &'static str,
-    /// Which round.
-    pub cycle: u32,
-    /// The window, seconds from the run's start.
-    pub from_s: f64,
-    /// Its end.
-    pub to_s: f64,
-    /// Downloads that ended in the window (after their retries).
+pub struct DownloadTally {
+    /// Downloads (after their retries).
     pub downloads: usize,
-    /// Of those, completed with every byte verified (after retries).
+    /// Of those, completed with every byte verified.
     pub completed: usize,
     /// Failed after every retry.
     pub failed: usize,
@@ -226,6 +218,44 @@ pub struct FaultReport {
     pub bytes_expected: u64,
     /// The longest a client saw no body byte, seconds (retries included).
     pub max_stall_s: f64,
+}
+
+impl DownloadTally {
+    /// The tally of `downloads` of `size` bytes each.
+    fn of<'a>(downloads: impl IntoIterator<Item = &'a Download>, size: u64) -> DownloadTally {
+        let downloads: Vec<&Download> = downloads.into_iter().collect();
+        let completed = downloads.iter().filter(|d| d.completed).count();
+        DownloadTally {
+            downloads: downloads.len(),
+            completed,
+            failed: downloads.len() - completed,
+            retries: downloads.iter().map(|d| d.attempts - 1).sum(),
+            bytes_verified: downloads.iter().map(|d| d.verified).sum(),
+            bytes_expected: downloads.len() as u64 * size,
+            max_stall_s: downloads
+                .iter()
+                .map(|d| d.longest_stall)
+                .max()
+                .unwrap_or_default()
+                .as_secs_f64(),
+        }
+    }
+}
+
+/// One fault window's line.
+#[derive(Clone, Debug, Serialize)]
+pub struct FaultReport {
+    /// The fault ([`Fault::name`]).
+    pub fault: &'static str,
+    /// Which round.
+    pub cycle: u32,
+    /// The window, seconds from the run's start.
+    pub from_s: f64,
+    /// Its end.
+    pub to_s: f64,
+    /// The downloads that ended in the window (after their retries).
+    #[serde(flatten)]
+    pub downloads: DownloadTally,
     /// Connections started in the window that jumped (server lines).
     pub engaged: usize,
     /// Of those, jumps from a saved set another connection had jumped
@@ -266,20 +296,9 @@ pub struct SoakSummary {
     pub clients: usize,
     /// Wall time, seconds.
     pub wall_s: f64,
-    /// Downloads started.
-    pub downloads: usize,
-    /// Completed with every byte verified.
-    pub completed: usize,
-    /// Failed after every retry (target: 0).
-    pub failed: usize,
-    /// Attempts beyond the first.
-    pub retries: u32,
-    /// Body bytes verified.
-    pub bytes_verified: u64,
-    /// Body bytes asked for.
-    pub bytes_expected: u64,
-    /// Longest time a client saw no body byte, seconds (target: at most 10).
-    pub max_stall_s: f64,
+    /// Every download started (target: none failed, no stall over 10 s).
+    #[serde(flatten)]
+    pub downloads: DownloadTally,
     /// Connections that jumped.
     pub engaged: usize,
     /// Jumps from a saved set already jumped from (target: 0).
@@ -630,18 +649,7 @@ fn report(
                 cycle: window.cycle,
                 from_s: window.from.as_secs_f64(),
                 to_s: window.to.as_secs_f64(),
-                downloads: mine.len(),
-                completed: mine.iter().filter(|d| d.completed).count(),
-                failed: mine.iter().filter(|d| !d.completed).count(),
-                retries: mine.iter().map(|d| d.attempts - 1).sum(),
-                bytes_verified: mine.iter().map(|d| d.verified).sum(),
-                bytes_expected: mine.len() as u64 * size,
-                max_stall_s: mine
-                    .iter()
-                    .map(|d| d.longest_stall)
-                    .max()
-                    .unwrap_or_default()
-                    .as_secs_f64(),
+                downloads: DownloadTally::of(mine.iter().copied(), size),
                 engaged: engaged.len(),
                 sets_used_twice: engaged.iter().filter(|(_, _, again)| *again).count(),
                 first_engaged_after_s: restarted.and_then(|restart| {
@@ -696,24 +704,12 @@ fn summarise(
                 .filter_map(|reason| r.refused.get(*reason).copied())
         })
         .sum();
-    let max_stall = downloads
-        .iter()
-        .map(|d| d.longest_stall)
-        .max()
-        .unwrap_or_default();
-    let failed = downloads.iter().filter(|d| !d.completed).count();
+    let tally = DownloadTally::of(downloads, options.load.size);
     let sets_used_twice = reports.iter().map(|r| r.sets_used_twice).sum();
     SoakSummary {
         fault: "summary",
         clients: options.load.clients,
         wall_s: wall.as_secs_f64(),
-        downloads: downloads.len(),
-        completed: downloads.len() - failed,
-        failed,
-        retries: downloads.iter().map(|d| d.attempts - 1).sum(),
-        bytes_verified: downloads.iter().map(|d| d.verified).sum(),
-        bytes_expected: downloads.len() as u64 * options.load.size,
-        max_stall_s: max_stall.as_secs_f64(),
         engaged: reports.iter().map(|r| r.engaged).sum(),
         sets_used_twice,
         server_panics: panics.len(),
@@ -721,12 +717,13 @@ fn summarise(
         forged_initials: floods().filter_map(|r| r.flood.map(|f| f.initials)).sum(),
         flood_log_lines: floods().map(|r| r.server_log_lines).sum(),
         handshakes_incomplete: sum(|r| r.handshakes_incomplete),
-        target_met: failed == 0
+        target_met: tally.failed == 0
             && sets_used_twice == 0
             && panics.is_empty()
-            && max_stall <= MAX_STALL
+            && tally.max_stall_s <= MAX_STALL.as_secs_f64()
             && real_tokens_refused == 0
-            && !downloads.is_empty(),
+            && tally.downloads > 0,
+        downloads: tally,
     }
 }
 
