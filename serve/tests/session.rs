@@ -243,12 +243,21 @@ fn a_session_without_a_handshake_reports_no_protocol() {
     assert_eq!(report.client_dcid, dcid);
 }
 
+/// One request's answer as the client saw it.
+#[derive(Debug, Default)]
+struct Answer {
+    stream: u64,
+    status: Vec<u8>,
+    body_bytes: usize,
+    finished: bool,
+}
+
 /// The client's side of an HTTP/3 exchange over the pair: requests the
 /// paths, then steps until each response finished; returns each one's
 /// status and body length.
 fn h3_requests(pair: &mut Pair, paths: &[&str]) -> Vec<(Vec<u8>, usize)> {
     let mut h3: Option<quiche::h3::Connection> = None;
-    let mut answers: Vec<(u64, Vec<u8>, usize, bool)> = Vec::new();
+    let mut answers: Vec<Answer> = Vec::new();
     let mut buf = [0u8; 4096];
     for _ in 0..1000 {
         if pair.client.is_established() && h3.is_none() {
@@ -262,10 +271,13 @@ fn h3_requests(pair: &mut Pair, paths: &[&str]) -> Vec<(Vec<u8>, usize)> {
                     quiche::h3::Header::new(b":authority", b"quiche-cr.test"),
                     quiche::h3::Header::new(b":path", path.as_bytes()),
                 ];
-                let id = conn
+                let stream = conn
                     .send_request(&mut pair.client, &headers, true)
                     .expect("request");
-                answers.push((id, Vec::new(), 0, false));
+                answers.push(Answer {
+                    stream,
+                    ..Answer::default()
+                });
             }
             h3 = Some(conn);
         }
@@ -279,23 +291,29 @@ fn h3_requests(pair: &mut Pair, paths: &[&str]) -> Vec<(Vec<u8>, usize)> {
                 Err(quiche::h3::Error::Done) => break,
                 Err(e) => panic!("client h3: {e}"),
             };
-            let answer = answers.iter_mut().find(|a| a.0 == id).expect("our request");
+            let answer = answers
+                .iter_mut()
+                .find(|a| a.stream == id)
+                .expect("our request");
             match event {
                 quiche::h3::Event::Headers { list, .. } => {
                     let status = list.iter().find(|h| h.name() == b":status");
-                    answer.1 = status.expect("a status").value().to_vec();
+                    answer.status = status.expect("a status").value().to_vec();
                 }
                 quiche::h3::Event::Data => {
                     while let Ok(read) = conn.recv_body(&mut pair.client, id, &mut buf) {
-                        answer.2 += read;
+                        answer.body_bytes += read;
                     }
                 }
-                quiche::h3::Event::Finished => answer.3 = true,
+                quiche::h3::Event::Finished => answer.finished = true,
                 _ => {}
             }
         }
-        if answers.iter().all(|a| a.3) {
-            return answers.into_iter().map(|a| (a.1, a.2)).collect();
+        if answers.iter().all(|a| a.finished) {
+            return answers
+                .into_iter()
+                .map(|a| (a.status, a.body_bytes))
+                .collect();
         }
     }
     panic!("no answer to {paths:?}");

@@ -424,6 +424,29 @@ impl io::Write for QlogSink {
     }
 }
 
+/// The newest token the client received, as an opaque client would keep it.
+pub fn newest_token(client: &mut quiche::Connection) -> Vec<u8> {
+    let mut newest = None;
+    while let Some(token) = client.new_token_next() {
+        newest = Some(token);
+    }
+    newest.expect("the server sent a token")
+}
+
+/// A path for [`Harness::download`] that loses the fifth packet the server
+/// sends while Unvalidated: the loss that sends a resumed connection into
+/// Safe Retreat.
+pub fn lose_fifth_unvalidated() -> impl FnMut(&quiche::Connection) -> bool {
+    let mut unvalidated_sent = 0;
+    move |server| {
+        let unvalidated = server
+            .careful_resume()
+            .is_some_and(|r| r.phase() == quiche::careful_resume::Phase::Unvalidated);
+        unvalidated_sent += u32::from(unvalidated);
+        unvalidated && unvalidated_sent == 5
+    }
+}
+
 /// `token` with one bit of its sealed saved set flipped: a tampered BDP
 /// token (panics if `token` is not one).
 pub fn tamper_saved_set(token: &[u8]) -> Vec<u8> {

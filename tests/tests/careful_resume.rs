@@ -6,20 +6,11 @@ use std::time::Duration;
 
 use quiche::careful_resume::Phase;
 use quiche::CongestionControlAlgorithm as Cc;
-use quiche_cr_tests::{opaque_client, Harness};
+use quiche_cr_tests::{lose_fifth_unvalidated, newest_token, opaque_client, Harness};
 
 const RTT: Duration = Duration::from_millis(600);
 const FIRST: usize = 2 * 1024 * 1024;
 const MSS: u64 = 1200;
-
-/// The newest token the client received, as an opaque client would keep it.
-fn newest_token(client: &mut quiche::Connection) -> Vec<u8> {
-    let mut newest = None;
-    while let Some(token) = client.new_token_next() {
-        newest = Some(token);
-    }
-    newest.expect("the server sent a token")
-}
 
 /// The phase changes the server logged, as (from, to, trigger) strings.
 fn phases(trace: &qlog_cr::Trace) -> Vec<(String, String, String)> {
@@ -107,14 +98,11 @@ fn loss_while_unvalidated_retreats_to_half_the_validated_pipe() {
     let (_, token) = first_connection(&mut harness);
 
     // The path loses the fifth packet sent after the jump.
-    let mut unvalidated_sent = 0;
-    let second = harness.download(opaque_client(Some(&token), 2), FIRST, |server| {
-        let unvalidated = server
-            .careful_resume()
-            .is_some_and(|r| r.phase() == Phase::Unvalidated);
-        unvalidated_sent += u32::from(unvalidated);
-        unvalidated && unvalidated_sent == 5
-    });
+    let second = harness.download(
+        opaque_client(Some(&token), 2),
+        FIRST,
+        lose_fifth_unvalidated(),
+    );
 
     let changes = &second.trace.phase_changes;
     let retreat = changes

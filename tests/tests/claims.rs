@@ -12,7 +12,7 @@ use cr_endpoint::ex_token::{
 };
 use quiche::careful_resume::Phase;
 use quiche::CongestionControlAlgorithm as Cc;
-use quiche_cr_tests::{opaque_client, Harness};
+use quiche_cr_tests::{newest_token, opaque_client, Harness};
 
 const RTT: Duration = Duration::from_millis(600);
 const SIZE: usize = 2 * 1024 * 1024;
@@ -69,9 +69,7 @@ impl TokenGuard for LateGuard {
 /// for without a token), and its newest token.
 fn token(harness: &mut Harness<Arc<LateGuard>>) -> Vec<u8> {
     let mut first = harness.download(opaque_client(None, 1), SIZE, |_| false);
-    std::iter::from_fn(|| first.client.new_token_next())
-        .last()
-        .expect("a token")
+    newest_token(&mut first.client)
 }
 
 fn triggers(trace: &qlog_cr::Trace) -> Vec<&'static str> {

@@ -8,9 +8,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
-use quiche::careful_resume::Phase;
 use quiche::CongestionControlAlgorithm as Cc;
-use quiche_cr_tests::{opaque_client, Harness, CLIENT};
+use quiche_cr_tests::{lose_fifth_unvalidated, newest_token, opaque_client, Harness, CLIENT};
 
 const RTT: Duration = Duration::from_millis(600);
 const SIZE: usize = 2 * 1024 * 1024;
@@ -40,12 +39,6 @@ fn take_lines() -> Vec<(Level, String)> {
     std::mem::take(&mut *CAPTURE.0.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-fn newest_token(client: &mut quiche::Connection) -> Vec<u8> {
-    std::iter::from_fn(|| client.new_token_next())
-        .last()
-        .expect("a token")
-}
-
 #[test]
 fn the_log_tells_each_jump_its_retreat_and_an_unused_jump() {
     log::set_logger(&CAPTURE).expect("the only logger of this binary");
@@ -57,14 +50,11 @@ fn the_log_tells_each_jump_its_retreat_and_an_unused_jump() {
     take_lines();
 
     // A jump that loses a packet while unvalidated retreats.
-    let mut unvalidated_sent = 0;
-    let retreated = harness.download(opaque_client(Some(&token), 2), SIZE, |server| {
-        let unvalidated = server
-            .careful_resume()
-            .is_some_and(|r| r.phase() == Phase::Unvalidated);
-        unvalidated_sent += u32::from(unvalidated);
-        unvalidated && unvalidated_sent == 5
-    });
+    let retreated = harness.download(
+        opaque_client(Some(&token), 2),
+        SIZE,
+        lose_fifth_unvalidated(),
+    );
     let jump = retreated.server.stats().jump_window.expect("a jump");
     let lines = take_lines();
     assert!(

@@ -9,7 +9,7 @@ use std::time::Duration;
 use cr_endpoint::ex_token::{ExToken, NoResume};
 use quiche::careful_resume::Phase;
 use quiche::CongestionControlAlgorithm as Cc;
-use quiche_cr_tests::{opaque_client, Download, Harness};
+use quiche_cr_tests::{lose_fifth_unvalidated, opaque_client, Download, Harness};
 
 const RTT: Duration = Duration::from_millis(600);
 const SIZE: usize = 2 * 1024 * 1024;
@@ -104,19 +104,6 @@ fn a_retreated_set_never_jumps_again() {
         );
     }
     assert_eq!(harness.metrics().jumps, 1);
-}
-
-/// The loss that sends a resumed connection into Safe Retreat: the fifth
-/// packet it sends while Unvalidated.
-fn lose_fifth_unvalidated() -> impl FnMut(&quiche::Connection) -> bool {
-    let mut unvalidated_sent = 0;
-    move |server| {
-        let unvalidated = server
-            .careful_resume()
-            .is_some_and(|r| r.phase() == Phase::Unvalidated);
-        unvalidated_sent += u32::from(unvalidated);
-        unvalidated && unvalidated_sent == 5
-    }
 }
 
 #[test]

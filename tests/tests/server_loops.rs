@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use quiche::CongestionControlAlgorithm as Cc;
-use quiche_cr_tests::{opaque_client, Download, Harness, ServerLoop};
+use quiche_cr_tests::{newest_token, opaque_client, Download, Harness, ServerLoop};
 
 const RTT: Duration = Duration::from_millis(600);
 const SIZE: usize = 2 * 1024 * 1024;
@@ -19,9 +19,7 @@ fn first_and_resumed(server_loop: ServerLoop) -> (Download, Download) {
     let mut harness = Harness::new(Cc::CUBIC, RTT);
     harness.server_loop = server_loop;
     let mut first = harness.download(opaque_client(None, 1), SIZE, |_| false);
-    let token = std::iter::from_fn(|| first.client.new_token_next())
-        .last()
-        .expect("a token");
+    let token = newest_token(&mut first.client);
     let resumed = harness.download(opaque_client(Some(&token), 2), SIZE, |_| false);
     (first, resumed)
 }

@@ -54,6 +54,12 @@
 //! tokio-quiche's connection acceptor that sees the Initial's token before
 //! its Retry logic (accept, validate the address, or fall back to Retry),
 //! and one that may adjust the `quiche::Config`.
+//!
+//! # The example server
+//!
+//! [`serve`] is a whole server built this way (`GET /<bytes>` over HTTP/3),
+//! and [`program`] is `tokio-cr-server`, the command that runs it; read
+//! them as the model for your own loop.
 
 pub mod program;
 pub mod serve;
