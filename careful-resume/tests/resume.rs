@@ -345,6 +345,84 @@ fn a_jump_limited_to_the_initial_window_ends_careful_resume_without_a_jump() {
     assert!(!t.saved_set_consumed);
 }
 
+/// A minimum RTT above the saved one shows a standing queue of others'
+/// data: the jump leaves room for it, the excess delay (beyond an eighth
+/// of the saved RTT, jitter) times the saved rate, 2.4 MB/s here; a queue
+/// of half the saved capacity leaves no jump.
+#[test]
+fn a_standing_queue_before_the_jump_is_left_out_of_it() {
+    let jump_after_a_min_rtt_of = |micros: u64| {
+        let clock = Clock::new();
+        let mut cr = CarefulResume::new(config(), saved(200));
+        let rtt = Duration::from_micros(micros);
+        assert_eq!(cr.on_ack(&ack(None, pkts(3), 0, rtt, clock.at(100))), None);
+        send_quietly_in_reconnaissance(&mut cr, &clock);
+        let t = cr.on_packet_sent(&sent(9, pkts(10), true, clock.at(101)));
+        t.map(|t| (t.to, t.trigger, t.cwnd))
+    };
+    let jump = |cwnd| Some((Phase::Unvalidated, Trigger::CongestionWindowLimited, cwnd));
+    // Within 12.5 ms of the saved 100 ms: jitter, the full jump.
+    assert_eq!(jump_after_a_min_rtt_of(112_500), jump(Some(pkts(100))));
+    // 25 ms beyond: 60 kB, 50 packets, queued.
+    assert_eq!(jump_after_a_min_rtt_of(137_500), jump(Some(pkts(50))));
+    // 50 ms beyond: the queue holds half the saved capacity.
+    assert_eq!(
+        jump_after_a_min_rtt_of(162_500),
+        Some((Phase::Normal, Trigger::CongestionWindowLimited, None))
+    );
+}
+
+/// A jump lowered only for the queue its path showed before it is no share
+/// of a crowd's jumps: when the RTT rises while it is validated, slow start
+/// goes on to the saved capacity, as after a jump in full.
+#[test]
+fn a_jump_lowered_for_a_standing_queue_slow_starts_on_to_the_saved_capacity() {
+    let clock = Clock::new();
+    // 25 ms beyond the jitter allowance: 50 packets of others' queue.
+    let queued = Duration::from_micros(137_500);
+    let at = |rtt: Duration, a: Ack| Ack {
+        min_rtt: queued,
+        smoothed_rtt: rtt,
+        ..a
+    };
+    let mut cr = CarefulResume::new(config(), saved(200));
+    let handshake = at(queued, ack(None, pkts(3), 0, queued, clock.at(140)));
+    assert_eq!(cr.on_ack(&handshake), None);
+    send_quietly_in_reconnaissance(&mut cr, &clock);
+    let t = cr.on_packet_sent(&sent(9, pkts(10), true, clock.at(141)));
+    assert_eq!(t.and_then(|t| t.cwnd), Some(pkts(50)));
+    send_quietly(&mut cr, 10..=48, pkts(10), clock.at(150));
+    let t = cr.on_packet_sent(&sent(49, pkts(50), true, clock.at(150)));
+    assert_eq!(t.map(|t| t.to), Some(Phase::Validating));
+    // The jump's ACKs come 40 ms later than the minimum: its own queue.
+    let rising = queued + Duration::from_millis(40);
+    let first = at(
+        rising,
+        ack(Some(25), pkts(26), pkts(24), queued, clock.at(280)),
+    );
+    assert_eq!(cr.on_ack(&first), None);
+    assert_eq!(cr.take_slow_start_limit(), None);
+    let last = at(rising, ack(Some(49), pkts(24), 0, queued, clock.at(290)));
+    let t = assert_change(
+        cr.on_ack(&last),
+        Phase::Validating,
+        Phase::Normal,
+        Trigger::LastUnvalidatedPacketAcknowledged,
+    );
+    assert_eq!(t.ssthresh, Some(pkts(200)));
+}
+
+/// The nine packets before the one that fills the initial window.
+fn send_quietly_in_reconnaissance(cr: &mut CarefulResume, clock: &Clock) {
+    for pn in 0..9 {
+        let flight = pkts(pn as usize + 1);
+        assert_eq!(
+            cr.on_packet_sent(&sent(pn, flight, false, clock.at(101))),
+            None
+        );
+    }
+}
+
 #[test]
 fn an_answer_nobody_awaits_is_ignored() {
     let clock = Clock::new();
@@ -457,9 +535,13 @@ fn rtt_above_ten_times_the_saved_rtt_is_not_validated() {
         Phase::Normal,
         Trigger::RttNotValidated,
     );
-    assert_eq!(
-        recon_after_rtt(1_000_000).map(|t| t.to),
-        Some(Phase::Unvalidated)
+    // At ten times the RTT is validated, but the queue it shows leaves
+    // the jump no room (see `a_standing_queue_before_the_jump_is_left_out_of_it`).
+    assert_change(
+        recon_after_rtt(1_000_000),
+        Phase::Reconnaissance,
+        Phase::Normal,
+        Trigger::CongestionWindowLimited,
     );
 }
 

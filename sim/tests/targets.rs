@@ -216,21 +216,33 @@ fn capacity_drop_stays_within_1_1x_baseline() {
     assert!(r <= 1.1 * b, "resumed {r} s, baseline {b} s");
 }
 
-/// A resumed connection jumps into a GEO link carried by a long download
-/// ([`suite::competing_flow`], with CUBIC and with BBR2); the long download
-/// keeps at least half its throughput from the jump until Careful Resume
-/// ends. Measured: 1.12 (CUBIC), 0.73 (BBR2, whose jump now leaves at its
-/// probing rate, RFC 9959's appendix).
+/// A resumed connection meets a GEO link whose queue a long download keeps
+/// full ([`suite::competing_flow`], with CUBIC and with BBR2): its minimum
+/// RTT (1.08-1.14 s on a 600 ms path) shows more of the long download's
+/// data queued than half the saved capacity, so it leaves Careful Resume
+/// without a jump, and the long download keeps at least half its
+/// throughput while it runs. Measured: kept 1.03 (CUBIC) and 0.88 (BBR2).
+/// Jumping into the queue, as before, the long download kept 1.12 and 0.73
+/// of it through the jump, and the BBR2 newcomer, half of whose jump was
+/// dropped, finished 20 % later than its baseline.
 #[test]
-fn competing_flow_keeps_half_its_throughput_through_the_jump() {
+fn a_resumed_connection_does_not_jump_into_a_long_downloads_queue() {
     for case in [
         suite::competing_flow(),
         suite::with_bbr2(suite::competing_flow()),
     ] {
         let r = report(&case.scenario);
-        assert!(r.last().cr.engaged, "{}: {:?}", case.name, r.last().cr);
+        let cr = &r.last().cr;
+        assert!(!cr.engaged, "{}: {cr:?}", case.name);
+        let phases: Vec<_> = cr.phases.iter().map(|p| (p.to, p.trigger)).collect();
+        assert_eq!(
+            phases,
+            [("normal", Some("congestion_window_limited"))],
+            "{}",
+            case.name
+        );
         let c = r.competing.expect("a competing flow");
-        let kept = c.kept_through_jump.expect("measured through the jump");
+        let kept = c.kept.expect("measured while the newcomer ran");
         assert!(kept >= 0.5, "{}: {c:?}", case.name);
     }
 }
@@ -255,14 +267,12 @@ fn competing_flow_keeps_half_its_throughput_through_the_jump() {
 /// NEW_TOKEN frame more, early in the long connection) can move it to
 /// another: `competing-flow`'s baseline took 17.5 s, then 41.3 s after the
 /// second address token, while across RTTs of 560-640 ms the median
-/// stayed (32.9 and 30.0 s). `bbr2-competing-flow`, since BBR2 resumes by
-/// RFC 9959's appendix (patch 0021), loses 2.1 x (82 against 40) and is
-/// 20 % slower (16.79 s against 14.03 s; 3.5 % before the second address
-/// token, which is in the noise across RTTs, below): the BBR2 competitor
-/// keeps its queue full (the newcomer's min RTT is 1.08 s on a 600 ms
-/// path), so half of the jump's packets are dropped; BBR then drains and
-/// goes on from the rate the jump validated. (Holding the window instead,
-/// the jump never left at its rate: BBR2's own pacer throttled it.)
+/// stayed (32.9 and 30.0 s). `bbr2-competing-flow` (issue 27: at most 2 %
+/// slower) is 0.988 x its baseline and loses 0.93 x (37 against 40) since
+/// a jump leaves room for the queue the path shows before it (none here:
+/// the newcomer's min RTT is 1.08 s on a 600 ms path); jumping into that
+/// queue, half of the jump's packets were dropped, and it lost 2.1 x and
+/// was 20 % slower.
 #[test]
 fn resuming_is_never_slower_nor_lossier_than_the_baseline() {
     for result in suite_results() {
@@ -272,10 +282,7 @@ fn resuming_is_never_slower_nor_lossier_than_the_baseline() {
         if matches!(result.name.as_str(), "loss-5pct" | "competing-flow") {
             continue;
         }
-        let slower = match result.name.as_str() {
-            "bbr2-competing-flow" => 1.22,
-            _ => 1.02,
-        };
+        let slower = 1.02;
         assert!(
             ratio <= slower,
             "{}: resumed/baseline = {ratio:.3}",
@@ -285,7 +292,6 @@ fn resuming_is_never_slower_nor_lossier_than_the_baseline() {
         let (resumed, baseline) = (lost(&result.resumed), lost(&result.baseline));
         let limit = match result.name.as_str() {
             "retreat-1mbit" => 4.1,
-            "bbr2-competing-flow" => 2.5,
             _ => 1.1,
         };
         assert!(
@@ -342,18 +348,13 @@ fn stream_data_goes_in_full_packets() {
 /// against 1406; across 500-700 ms the median ratio is 0.999), and
 /// `small-requests`, whose last response packet leaves 0.44 ms later
 /// (0.14 %): data held for an ACK that comes 1 ms later is sent with the
-/// final packets; `bbr2-competing-flow`'s resumed connection, 33 % slower
-/// (16.79 s; 18 % before the second address token, 14.26 s against
-/// 12.11 s, the baseline 13.78 s) with the same packing
-/// (1.01 x needed either way): how a BBR2 newcomer's share of a link a BBR2
-/// flow fills grows after its retreat depends on when it meets the
-/// competitor's bandwidth probes; and BBR2's first 3 MB at 200 ms,
+/// final packets; and BBR2's first 3 MB at 200 ms,
 /// 5.8 % slower (2.941 s against 2.779 s): the drop-tail queue drops its
 /// last packet, recovered a probe timeout later (at 150 ms 7 %, at 175, 225,
 /// 250 and 300 ms within 0.6 %).
-/// `competing-flow`'s resumed connection, 9.6 % slower (8.95 s against
-/// 8.17 s): which of the long flow's cycles the newcomer meets (see the
-/// medians over RTTs and gaps).
+/// `competing-flow` is judged over 15 runs (below): its single run is
+/// 1.67 x (39.1 s against 23.4 s), since which of the long flow's cycles
+/// the newcomer meets decides it.
 /// And `retreat-1mbit`'s resumed connection, 1.9 % slower than the run
 /// with quiche's packing (11.202 s against 10.996 s; 0.1 % before saved
 /// sets were claimed after the handshake, issue 26): its own time did not
@@ -364,6 +365,10 @@ fn stream_data_goes_in_full_packets() {
 #[test]
 fn full_packets_cost_no_time() {
     for result in suite_results() {
+        if result.name == "competing-flow" {
+            // Judged over 15 runs (below).
+            continue;
+        }
         let now = &ran(result, &result.resumed).connections;
         let before = &ran(result, &result.small_packets).connections;
         for (i, (c, b)) in now.iter().zip(before).enumerate() {
@@ -371,8 +376,6 @@ fn full_packets_cost_no_time() {
             let limit = match (result.name.as_str(), i) {
                 ("rtt-10MiB-600ms", 0) => 1.03,
                 ("small-requests", _) => 1.002,
-                ("bbr2-competing-flow", 1) => 1.35,
-                ("competing-flow", 1) => 1.11,
                 ("bbr2-3MB-200ms", 0) => 1.06,
                 ("retreat-1mbit", 1) => 1.02,
                 _ => 1.01,
@@ -388,11 +391,12 @@ fn full_packets_cost_no_time() {
 
 /// `competing-flow` over 15 runs (RTTs of 560 to 640 ms in steps of 20,
 /// gaps of 35, 40 and 45 s): the median resumed newcomer is no slower than
-/// 1.02 x its baseline on the same run and loses at most 1.1 x its
-/// packets. Measured: 0.30 x the time (a resumed newcomer that jumps takes
-/// 5-13 s where its baseline takes 15-50 s), 0.88 x the packets (1.00 x
-/// before the second address token; over steps of 10 ms, 27 runs, 1.04 x
-/// and 0.98 x); the suite's single run (600 ms, 40 s) is 0.22 x and 2.5 x.
+/// 1.02 x its baseline on the same run, loses at most 1.1 x its packets,
+/// and is at most 1.01 x the time the same run takes with quiche's default
+/// packing. Measured: 0.999 x, 0.976 x and 0.647 x: the newcomer meets the
+/// long flow's standing queue and does not jump. (Jumping into it, before:
+/// 0.30 x the time, a newcomer taking 5-13 s where its baseline took 15-50
+/// s, and 0.88 x the packets.)
 #[test]
 fn competing_flow_medians_over_rtts_and_gaps_hold() {
     let median = |mut v: Vec<f64>| {
@@ -409,19 +413,30 @@ fn competing_flow_medians_over_rtts_and_gaps_hold() {
             })
         })
         .collect();
-    let pairs = cr_sim::parallel::run_parallel(runs, 2, |scenario| {
-        let (resumed, baseline) = (report(&scenario), report(&scenario.baseline()));
-        let (r, b) = (resumed.last(), baseline.last());
+    let ratios = cr_sim::parallel::run_parallel(runs, 2, |scenario| {
+        let resumed = report(&scenario);
+        let baseline = report(&scenario.baseline());
+        let short_packets = report(&scenario.with_small_packets());
+        let (r, b, s) = (resumed.last(), baseline.last(), short_packets.last());
         (
             completion(r) / completion(b),
             r.packets_lost as f64 / b.packets_lost.max(1) as f64,
+            completion(r) / completion(s),
         )
     });
-    let time = median(pairs.iter().map(|p| p.0).collect());
-    let lost = median(pairs.iter().map(|p| p.1).collect());
-    eprintln!("competing-flow medians over 15 runs: time {time:.3} x, lost {lost:.3} x");
+    let time = median(ratios.iter().map(|r| r.0).collect());
+    let lost = median(ratios.iter().map(|r| r.1).collect());
+    let packing = median(ratios.iter().map(|r| r.2).collect());
+    eprintln!(
+        "competing-flow medians over 15 runs: time {time:.3} x, lost {lost:.3} x, \
+         {packing:.3} x the time with quiche's packing"
+    );
     assert!(time <= 1.02, "median time {time:.3} x the baseline");
     assert!(lost <= 1.1, "median lost {lost:.3} x the baseline");
+    assert!(
+        packing <= 1.01,
+        "median {packing:.3} x the time with quiche's packing"
+    );
 }
 
 /// 5 % random loss: over twenty seeds, the median loss and completion time
