@@ -53,12 +53,11 @@ pub enum SlowStart {
     /// overflows, where HyStart++ loses a tenth; in a crowd of first
     /// connections starting together, where each flow's deliveries keep up
     /// while the shared queue builds, HyStart++ sees the queue in the RTT
-    /// (SEARCH without it lost eight times as much there). Not yet the
-    /// default: see the README.
+    /// (SEARCH without it lost eight times as much there). The default.
+    #[default]
     Search,
     /// HyStart++ (RFC 9406) alone, quiche's default: slow start slows down
     /// when the RTT rises, and ends at a loss otherwise.
-    #[default]
     Hystart,
 }
 

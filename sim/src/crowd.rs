@@ -79,8 +79,8 @@ pub struct Crowd {
     pub size: u64,
     /// The servers' congestion controller.
     pub cc: CongestionControl,
-    /// How Reno and CUBIC end their first slow start: HyStart++ as in every
-    /// other simulation and `cr-server` by default).
+    /// How Reno and CUBIC end their first slow start (SEARCH beside
+    /// HyStart++ by default, as in every other simulation and `cr-server`).
     pub slow_start: SlowStart,
     /// Drop-tail queue per direction.
     pub queue: QueueLimit,
@@ -117,7 +117,7 @@ impl Default for Crowd {
             rtt: Duration::from_millis(600),
             size: 1 << 20,
             cc: CongestionControl::Cubic,
-            slow_start: SlowStart::Hystart,
+            slow_start: SlowStart::Search,
             queue: QueueLimit::Bdp(1.0),
             spread: Duration::from_millis(100),
             competing: false,

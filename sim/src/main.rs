@@ -137,8 +137,8 @@ struct RunArgs {
     /// Do not present the token: the baseline.
     #[arg(long)]
     no_resume: bool,
-    /// How Reno and CUBIC end their first slow start: HyStart++ alone
-    /// (quiche's and cr-server's default) or SEARCH beside it.
+    /// How Reno and CUBIC end their first slow start: SEARCH beside
+    /// HyStart++ (cr-server's default) or HyStart++ alone (quiche's).
     #[arg(long, value_enum, default_value_t)]
     slow_start: SlowStart,
     /// A long download by another client shares the bottleneck from the
@@ -177,9 +177,9 @@ struct CrowdArgs {
     /// The servers' congestion controller.
     #[arg(long, value_enum, default_value = "cubic")]
     cc: CongestionControl,
-    /// How Reno and CUBIC end their first slow start (HyStart++ alone, as
-    /// in every other simulation and cr-server by default).
-    #[arg(long, value_enum, default_value = "hystart")]
+    /// How Reno and CUBIC end their first slow start: SEARCH beside
+    /// HyStart++ (the default, as everywhere) or HyStart++ alone.
+    #[arg(long, value_enum, default_value_t)]
     slow_start: SlowStart,
     /// The crowd's clients start within this of the first (seeded uniform
     /// offsets).

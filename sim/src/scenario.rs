@@ -103,7 +103,7 @@ impl Default for Scenario {
             later_sizes: Vec::new(),
             close_when_done: false,
             small_packets: false,
-            slow_start: SlowStart::Hystart,
+            slow_start: SlowStart::Search,
         }
     }
 }

@@ -46,8 +46,9 @@ struct Args {
     /// Congestion controller.
     #[arg(long, value_enum, default_value_t = CongestionControl::Cubic)]
     cc: CongestionControl,
-    /// How Reno and CUBIC end their first slow start: HyStart++ (when the
-    /// RTT rises) or SEARCH (when deliveries stop keeping up).
+    /// How Reno and CUBIC end their first slow start: SEARCH (when
+    /// deliveries stop keeping up) beside HyStart++ (when the RTT rises), or
+    /// HyStart++ alone.
     #[arg(long, value_enum, default_value_t)]
     slow_start: SlowStart,
     /// Send short packets wherever the congestion window has a little room,
