@@ -570,38 +570,30 @@ fn a_path_change_while_unvalidated_retreats_through_quiche() {
 
 #[test]
 fn an_rtt_above_ten_times_the_saved_rtt_while_unvalidated_is_a_path_change_through_quiche() {
-    // The saved RTT is a tenth of the path's, which Reconnaissance accepts
-    // (its bound is the minimum RTT <= 10 x saved_rtt). Careful Resume
-    // starts after the handshake, so that the saved RTT does not become
-    // quiche's initial RTT, whose probe timer would fire during a handshake
-    // ten times slower.
-    let saved = SavedState {
-        rtt: RTT / 10,
-        ..SAVED
-    };
-    // The initial window's ACK comes 8 ms late, or on time.
+    // The jump starts on the saved path; the initial window's ACK then
+    // takes 7.3 s, which moves the smoothed RTT to ten times the saved RTT
+    // (100 ms x 7/8 + 7.3 s x 1/8 = 1 s), or 8 ms more, which moves it
+    // above. (A path whose minimum RTT is already that far above the saved
+    // one gets no jump: see the next test.)
     for delay in [Duration::ZERO, Duration::from_millis(8)] {
-        let mut path = Path::new(Cc::CUBIC);
-        path.handshake(RTT);
-        assert_eq!(path.srtt(), RTT);
-        path.pipe
-            .server
-            .setup_careful_resume(saved)
-            .expect("resume");
+        let mut path = Path::resuming(Cc::CUBIC);
         let (initial, _jump) = path.request(RESPONSE, RTT);
         assert_eq!(path.phase(), Phase::Unvalidated);
-        path.round_trip(&initial, RTT / 2 + delay, RTT / 2);
+        let back = Duration::from_millis(7_300) - RTT / 2 + delay;
+        path.round_trip(&initial, RTT / 2, back);
 
         let changes = path.changes();
         if delay.is_zero() {
-            // 10 x saved_rtt exactly: the same path.
-            assert_eq!(path.srtt(), RTT);
-            assert_eq!(path.phase(), Phase::Unvalidated);
+            // 10 x saved_rtt exactly: the same path, where more than a
+            // round trip has passed since the jump.
+            assert_eq!(path.srtt(), Duration::from_secs(1));
+            assert_eq!(
+                path_of(&changes)[1],
+                ("unvalidated", "validating", "rtt_exceeded")
+            );
             continue;
         }
-        // The current RTT is 100 ms x 7/8 + 108 ms x 1/8 = 101 ms: above
-        // 10 x saved_rtt, the path is not the saved one.
-        assert_eq!(path.srtt(), Duration::from_millis(101));
+        assert_eq!(path.srtt(), Duration::from_millis(1_001));
         assert_eq!(
             path_of(&changes),
             [
@@ -617,6 +609,45 @@ fn an_rtt_above_ten_times_the_saved_rtt_while_unvalidated_is_a_path_change_throu
         assert_eq!(path.cwnd(), retreat_window(2 * IW));
         let resume = path.pipe.server.careful_resume().expect("resuming");
         assert!(resume.saved_set_consumed());
+    }
+}
+
+/// A minimum RTT above the saved one shows a standing queue of others'
+/// data; the jump leaves room for it: 100 ms saved, 12.5 ms of it allowed
+/// for jitter, and the excess at the saved rate (2.4 MB/s) is queued. The
+/// handshake over 137.5 ms leaves 60 kB of the 120 kB jump, over 162.5 ms
+/// nothing: Careful Resume ends without a jump, the set unused.
+#[test]
+fn a_min_rtt_that_shows_a_standing_queue_lowers_the_jump_through_quiche() {
+    for (handshake_rtt, jump) in [(137_500, Some(60_000)), (162_500, None)] {
+        let handshake_rtt = Duration::from_micros(handshake_rtt);
+        let mut path = Path::new(Cc::CUBIC);
+        path.pipe
+            .server
+            .setup_careful_resume(SAVED)
+            .expect("resume");
+        path.handshake(handshake_rtt);
+        let (initial, _jump) = path.request(RESPONSE, handshake_rtt);
+        let changes = path.changes();
+        match jump {
+            Some(window) => {
+                assert_eq!(
+                    path_of(&changes),
+                    [("reconnaissance", "unvalidated", "congestion_window_limited")]
+                );
+                assert_eq!(changes[0].state_data.congestion_window, Some(window));
+                assert_eq!(path.cwnd(), window);
+            }
+            None => {
+                assert_eq!(
+                    path_of(&changes),
+                    [("reconnaissance", "normal", "congestion_window_limited")]
+                );
+                assert!(bytes(&initial) <= IW);
+                let resume = path.pipe.server.careful_resume();
+                assert!(resume.is_none_or(|r| !r.saved_set_consumed()));
+            }
+        }
     }
 }
 
