@@ -624,11 +624,11 @@ fn crowd_results() -> &'static [suite::CrowdResult] {
 /// most the baseline's, p95 at most 1.1 x), nor less fair (Jain at least
 /// 0.9), nor lossier (at most 1.5 x). Measured (seed 1): crowd-10 (50
 /// Mbit/s, 600 ms, 1 MiB) 0.72 x the baseline's median, 0 lost either way;
-/// crowd-50 0.93 x, p95 0.99 x, lost 0.44 x (500 against 1,135), Jain
-/// 0.928, 35 of 50 jump; crowd-100-bbr2 1.00 x (none jumps: a hundredth
-/// of a jump is less than the initial window), lost 0.93 x. The issue's
-/// real-socket probe (10 clients, 2 MiB at 300 ms, each saved the path's
-/// BDP) meets them with CUBIC: 0 lost against 0, median 0.85 x (1,782 lost
+/// crowd-50 0.93 x, p95 0.95 x, lost 0 against 1,135, Jain 0.944, 35 of
+/// 50 jump; crowd-100-bbr2 1.00 x (none jumps: a hundredth of a jump is
+/// less than the initial window), lost 0.91 x. The real-socket
+/// probe (10 clients, 2 MiB at 300 ms, each saved the path's BDP) meets
+/// them with CUBIC: 0 lost against 0, median 0.88 x (1,782 lost
 /// before a lowered jump that met a queue ended slow start, 57 while it
 /// ended at validation on 2/n of the saved capacity, 8 at validation on
 /// PipeSize; 6,189 without the budget); with BBR2 it still misses on
