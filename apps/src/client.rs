@@ -400,8 +400,15 @@ pub fn download_watched(
             .or(conn.local_error())
             .map(|e| format!("{e:?}"))
             .unwrap_or_else(|| "idle timeout".into());
+        // Where it stopped tells a handshake that never completed (its
+        // probes lost again and again) from a download that stalled.
+        let stage = if conn.is_established() {
+            format!("after {} body bytes", progress.received)
+        } else {
+            "in the handshake".to_string()
+        };
         return Err(AppError::Invalid(format!(
-            "connection closed before the download finished: {why}"
+            "connection closed before the download finished, {stage}: {why}"
         )));
     };
     let next_token = PresentedToken::of(
