@@ -54,7 +54,13 @@
 //!
 //! *PipeSize* is the capacity validated so far: the flight when the jump is
 //! taken, plus every byte acknowledged afterwards. The jump window is
-//! min(max_jump, saved_cwnd / 2). Careful Resume never sets the window below
+//! min(max_jump, saved_cwnd / 2), less the queue of others' data that the
+//! minimum RTT shows before the jump (its excess over the saved RTT, beyond
+//! an eighth of it clamped to 4-16 ms, at the saved rate): the jump plus
+//! that queue never exceeds what the jump alone would queue on the idle
+//! path, and a queue of half the saved capacity leaves no jump. A server
+//! sharing out jumps lowers them further ([`CarefulResume::limit_jump`]).
+//! Careful Resume never sets the window below
 //! IW except in response to congestion, and only affects the application
 //! packet number space.
 //!
