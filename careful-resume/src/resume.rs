@@ -391,8 +391,7 @@ impl CarefulResume {
                 ),
             }),
             (Phase::Normal, path_rate) if self.validated() => Some(RateControl::EndStartupAt {
-                rate: path_rate
-                    .unwrap_or_else(|| bytes_per_second(self.saved.cwnd, self.saved.rtt)),
+                rate: path_rate.unwrap_or_else(|| self.saved_rate()),
             }),
             _ => None,
         }
@@ -502,8 +501,14 @@ impl CarefulResume {
     /// at the jump.
     fn leave_room_for_the_queue(&mut self, min_rtt: Duration) {
         let excess = min_rtt.saturating_sub(self.saved.rtt + queue_threshold(self.saved.rtt));
-        let queued = bytes_in(bytes_per_second(self.saved.cwnd, self.saved.rtt), excess);
+        let queued = bytes_in(self.saved_rate(), excess);
         self.room_beside_the_queue = self.config.jump_window(&self.saved).saturating_sub(queued);
+    }
+
+    /// The rate the saved set describes: its capacity over its RTT, bytes
+    /// per second.
+    fn saved_rate(&self) -> u64 {
+        bytes_per_second(self.saved.cwnd, self.saved.rtt)
     }
 
     /// How far slow start may go once the jump is validated (by `ack`):

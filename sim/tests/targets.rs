@@ -44,6 +44,17 @@ fn case(name: &str) -> Scenario {
         .scenario
 }
 
+/// The median of `values` (of the middle two, for an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 0 {
+        (values[middle - 1] + values[middle]) / 2.0
+    } else {
+        values[middle]
+    }
+}
+
 fn completion(c: &ConnectionReport) -> f64 {
     c.completion_s.expect("the download completed")
 }
@@ -420,10 +431,6 @@ fn full_packets_cost_no_time() {
 /// cycle decides their losses.
 #[test]
 fn long_cubic_downloads_lose_no_more_over_rtts() {
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     let runs: Vec<Scenario> = (40..=60)
         .step_by(5)
         .map(|rtt| Scenario {
@@ -452,10 +459,6 @@ fn long_cubic_downloads_lose_no_more_over_rtts() {
 /// s, and 0.88 x the packets.)
 #[test]
 fn competing_flow_medians_over_rtts_and_gaps_hold() {
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     let runs: Vec<Scenario> = (560..=640)
         .step_by(20)
         .flat_map(|rtt| {
@@ -500,10 +503,6 @@ fn competing_flow_medians_over_rtts_and_gaps_hold() {
 /// on the same seed.
 #[test]
 fn with_random_loss_the_medians_over_twenty_seeds_hold() {
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        (v[9] + v[10]) / 2.0
-    };
     let (mut lost, mut time) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
     for seed in 1..=20 {
         let scenario = Scenario {

@@ -105,12 +105,17 @@ impl Path {
     /// A path whose server runs `cc` and resumes from [`SAVED`], its
     /// handshake done over [`RTT`].
     fn resuming(cc: Cc) -> Path {
+        Path::resuming_over(cc, RTT)
+    }
+
+    /// [`Path::resuming`] with the handshake done over `rtt`.
+    fn resuming_over(cc: Cc, rtt: Duration) -> Path {
         let mut path = Path::new(cc);
         path.pipe
             .server
             .setup_careful_resume(SAVED)
             .expect("resume");
-        path.handshake(RTT);
+        path.handshake(rtt);
         path
     }
 
@@ -621,12 +626,7 @@ fn an_rtt_above_ten_times_the_saved_rtt_while_unvalidated_is_a_path_change_throu
 fn a_min_rtt_that_shows_a_standing_queue_lowers_the_jump_through_quiche() {
     for (handshake_rtt, jump) in [(137_500, Some(60_000)), (162_500, None)] {
         let handshake_rtt = Duration::from_micros(handshake_rtt);
-        let mut path = Path::new(Cc::CUBIC);
-        path.pipe
-            .server
-            .setup_careful_resume(SAVED)
-            .expect("resume");
-        path.handshake(handshake_rtt);
+        let mut path = Path::resuming_over(Cc::CUBIC, handshake_rtt);
         let (initial, _jump) = path.request(RESPONSE, handshake_rtt);
         let changes = path.changes();
         match jump {
