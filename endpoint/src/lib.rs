@@ -61,6 +61,14 @@
 //!    jumps, validations, retreats and jumps that went unused
 //!    ([`MetricsSnapshot::jumps_unused`]: the response was smaller than the
 //!    jump, or stream data was written too late).
+//! 7. **Restarts (optional).** The key ring a server keeps across restarts
+//!    also derives stateless reset tokens: pick connection IDs with
+//!    [`reset::connection_id`], announce [`reset::reset_token`] of each
+//!    (`quiche::Config::set_stateless_reset_token` before accepting), and
+//!    answer a short-header packet for an ID you do not have with
+//!    [`reset::stateless_reset`]. A client whose connection a restarted
+//!    server (or another server sharing the ring) no longer has then closes
+//!    at its next packet instead of waiting out its idle timeout.
 //!
 //! ```no_run
 //! # fn demo(
@@ -95,6 +103,7 @@ mod budget;
 mod client;
 mod error;
 mod metrics;
+pub mod reset;
 mod server;
 mod stats;
 

@@ -211,6 +211,12 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         Arc::clone(&self.metrics)
     }
 
+    /// The token minter and validator, and its keys (which also derive
+    /// stateless reset tokens: [`crate::reset`]).
+    pub fn tokens(&self) -> &TokenServer<R> {
+        &self.tokens
+    }
+
     /// The token minter and validator, for key rotation.
     pub fn tokens_mut(&mut self) -> &mut TokenServer<R> {
         &mut self.tokens

@@ -5,11 +5,17 @@
 //! `label || key_id || bound`, where the label separates the kinds of boxes
 //! (so one can never be replayed as the other) and `bound` carries values
 //! that travel in the clear but must not change.
+//!
+//! The same key material also yields, through HKDF-SHA256, a separate HMAC
+//! key for stateless reset tokens (RFC 9000, Section 10.3.2): the secret a
+//! server must keep across restarts to reset connections it no longer has
+//! is the one it already keeps for its tokens.
 
 use std::collections::VecDeque;
 use std::fmt;
 
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
+use ring::{hkdf, hmac};
 
 use crate::{MintError, Rng};
 
@@ -18,6 +24,13 @@ pub const KEY_LEN: usize = 32;
 
 /// Number of previous keys a [`KeyRing`] keeps for opening after rotation.
 pub const MAX_PREVIOUS_KEYS: usize = 3;
+
+/// Length of a stateless reset token (RFC 9000, Section 10.3).
+pub const RESET_TOKEN_LEN: usize = 16;
+
+/// HKDF info deriving a key's stateless reset key from its material, so the
+/// two uses of the material never share a key.
+const RESET_KEY_INFO: &[u8] = b"quiche-cr stateless reset";
 
 const TAG_LEN: usize = 16;
 
@@ -80,10 +93,12 @@ impl fmt::Display for OpenError {
 
 impl std::error::Error for OpenError {}
 
-/// A ChaCha20-Poly1305 key with its one-byte id.
+/// A ChaCha20-Poly1305 key with its one-byte id, and the HMAC key derived
+/// from the same material for stateless reset tokens.
 pub struct TokenKey {
     id: u8,
     key: LessSafeKey,
+    reset: hmac::Key,
 }
 
 impl TokenKey {
@@ -94,9 +109,15 @@ impl TokenKey {
         }
         let key = UnboundKey::new(&CHACHA20_POLY1305, material)
             .map_err(|_| KeyError::Length(material.len()))?;
+        let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, &[]).extract(material);
+        let reset = prk
+            .expand(&[RESET_KEY_INFO], hmac::HMAC_SHA256)
+            .map(hmac::Key::from)
+            .map_err(|_| KeyError::Length(material.len()))?;
         Ok(Self {
             id,
             key: LessSafeKey::new(key),
+            reset,
         })
     }
 
@@ -163,6 +184,18 @@ impl KeyRing {
         std::iter::once(&self.current)
             .chain(&self.previous)
             .find(|key| key.id == id)
+    }
+
+    /// The stateless reset token (RFC 9000, Section 10.3.2) of connection
+    /// ID `cid` under the key with id `key_id`: the first
+    /// [`RESET_TOKEN_LEN`] bytes of HMAC-SHA256 of the ID, under a key
+    /// derived from that key's material. Only the key's holders can compute
+    /// it, and they all compute the same, so a restarted server, or another
+    /// of a fleet sharing the ring, can reset a connection it never saw.
+    /// `None` once the ring no longer holds that key.
+    pub fn stateless_reset_token(&self, key_id: u8, cid: &[u8]) -> Option<[u8; RESET_TOKEN_LEN]> {
+        let tag = hmac::sign(&self.find(key_id)?.reset, cid);
+        tag.as_ref().first_chunk().copied()
     }
 
     /// Seals `plaintext` with the current key, appending the box to `out`.
@@ -259,6 +292,41 @@ mod tests {
         let mut buf = [0u8; OPEN_BUF];
         ring.open(LABEL, bound, sealed, &mut buf)
             .map(<[u8]>::to_vec)
+    }
+
+    #[test]
+    fn a_reset_token_depends_on_the_key_material_and_the_connection_id() {
+        let ring = KeyRing::new(key(9));
+        let token = ring.stateless_reset_token(9, b"connection one").unwrap();
+        // A process that reads the same key again (a restart) agrees.
+        let restarted = KeyRing::new(key(9));
+        assert_eq!(
+            restarted.stateless_reset_token(9, b"connection one"),
+            Some(token)
+        );
+        assert_ne!(
+            ring.stateless_reset_token(9, b"connection two"),
+            Some(token)
+        );
+        // Another key, even under the same id, gives another token.
+        let other = KeyRing::new(TokenKey::from_bytes(9, &[1; KEY_LEN]).unwrap());
+        assert_ne!(
+            other.stateless_reset_token(9, b"connection one"),
+            Some(token)
+        );
+        assert_eq!(ring.stateless_reset_token(8, b"connection one"), None);
+    }
+
+    #[test]
+    fn reset_tokens_outlive_rotation_as_long_as_the_key_is_kept() {
+        let mut ring = KeyRing::new(key(1));
+        let token = ring.stateless_reset_token(1, b"cid").unwrap();
+        for id in 2..=(MAX_PREVIOUS_KEYS as u8 + 1) {
+            ring.rotate(key(id)).unwrap();
+            assert_eq!(ring.stateless_reset_token(1, b"cid"), Some(token));
+        }
+        ring.rotate(key(MAX_PREVIOUS_KEYS as u8 + 2)).unwrap();
+        assert_eq!(ring.stateless_reset_token(1, b"cid"), None);
     }
 
     #[test]

@@ -187,7 +187,9 @@ pub use guard::{
     decide, Claim, ClaimAnswer, ClaimOutcome, MemoryGuard, SetEvent, SetId, SetRecord, SetState,
     TokenGuard,
 };
-pub use keys::{KeyError, KeyRing, OpenError, TokenKey, KEY_LEN, MAX_PREVIOUS_KEYS};
+pub use keys::{
+    KeyError, KeyRing, OpenError, TokenKey, KEY_LEN, MAX_PREVIOUS_KEYS, RESET_TOKEN_LEN,
+};
 pub use outcome::{
     AddressStatus, InvalidToken, NoResume, SavedParameters, TokenRejected, Validation,
 };

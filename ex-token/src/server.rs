@@ -163,6 +163,12 @@ impl<R: Rng> TokenServer<R> {
         &self.config
     }
 
+    /// The key ring tokens are sealed with (its keys also derive stateless
+    /// reset tokens: [`KeyRing::stateless_reset_token`]).
+    pub fn keys(&self) -> &KeyRing {
+        &self.keys
+    }
+
     /// The keys, for rotation.
     pub fn keys_mut(&mut self) -> &mut KeyRing {
         &mut self.keys

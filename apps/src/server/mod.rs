@@ -9,7 +9,10 @@
 //! waiting out its idle timeout, must not slow every turn down. A client's
 //! token is validated when its first Initial arrives; a valid one marks the
 //! address validated (no Retry round trip) and, when it carries saved
-//! capacity, starts Careful Resume.
+//! capacity, starts Careful Resume. A packet for a connection the server
+//! does not have (it restarted, or another server of the fleet held it) is
+//! answered with a stateless reset keyed by the token key ring
+//! ([`cr_endpoint::reset`]), so its client gives up at once.
 
 mod handle;
 
@@ -21,7 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use cr_endpoint::ex_token::{KeyRing, MemoryGuard, Rng, SystemRng, TokenServer};
+use cr_endpoint::ex_token::{KeyRing, MemoryGuard, SystemRng, TokenServer};
+use cr_endpoint::reset::{self, CONNECTION_ID_LEN};
 use cr_endpoint::{ResumeServer, SharedGuard};
 
 use cr_serve::{CongestionControl, ConnectionReport, Protocol, ServerSession, SlowStart};
@@ -49,8 +53,11 @@ const RECV_BATCH: usize = 64;
 /// How often the token key file is reread.
 const KEY_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Length of the connection IDs the server picks.
-const CID_LEN: usize = 16;
+/// Most stateless resets sent in a second: enough for every client of a
+/// restarted server to hear one, few enough that a flood of short-header
+/// garbage cannot make the server send much (each reset is also shorter
+/// than what it answers).
+const MAX_RESETS_PER_SECOND: u32 = 1000;
 
 /// Smallest datagram that may carry a client's first Initial (RFC 9000,
 /// Section 14.1); smaller ones never create state.
@@ -106,6 +113,8 @@ pub struct Server {
     next_session: u64,
     outbox: Outbox,
     rng: SystemRng,
+    /// The second the stateless resets are counted in, and the count.
+    resets: (Instant, u32),
 }
 
 /// A connection being served, and when its pacer lets it send again if it
@@ -225,6 +234,7 @@ impl Server {
             next_session: 0,
             outbox: Outbox::default(),
             rng: SystemRng::new(),
+            resets: (Instant::now(), 0),
         })
     }
 
@@ -321,10 +331,15 @@ impl Server {
     /// Hands a datagram to its connection (a new one for a client's first
     /// Initial); returns the connection's number, if it has one.
     fn on_datagram(&mut self, datagram: &mut [u8], from: SocketAddr, now: Instant) -> Option<u64> {
-        // Short headers do not say how long their connection ID is: ours are CID_LEN.
-        let header = quiche::Header::from_slice(datagram, CID_LEN).ok()?;
+        // Short headers do not say how long their connection ID is: ours
+        // are CONNECTION_ID_LEN.
+        let header = quiche::Header::from_slice(datagram, CONNECTION_ID_LEN).ok()?;
         let number = match self.ids.get(header.dcid.as_ref()) {
             Some(&number) => number,
+            None if header.ty == quiche::Type::Short => {
+                self.reset(&header.dcid, datagram.len(), from, now);
+                return None;
+            }
             None => self.accept(&header, datagram.len(), from, now)?,
         };
         let serving = self.sessions.get_mut(&number)?;
@@ -355,8 +370,10 @@ impl Server {
             }
             return None;
         }
-        let mut cid = [0u8; CID_LEN];
-        self.rng.fill(&mut cid).ok()?;
+        let keys = self.resume.tokens().keys();
+        let cid = reset::connection_id(keys, &mut self.rng)?;
+        self.config
+            .set_stateless_reset_token(reset::reset_token(keys, &cid));
         let scid = quiche::ConnectionId::from_ref(&cid);
         let token = header.token.as_deref().unwrap_or_default();
         let mut accepted = self
@@ -390,6 +407,26 @@ impl Server {
             },
         );
         Some(number)
+    }
+
+    /// Answers a short-header packet for connection ID `dcid`, which the
+    /// server does not have, with a stateless reset, within
+    /// [`MAX_RESETS_PER_SECOND`].
+    fn reset(&mut self, dcid: &[u8], received: usize, from: SocketAddr, now: Instant) {
+        let (second, sent) = &mut self.resets;
+        if now.duration_since(*second) >= Duration::from_secs(1) {
+            (*second, *sent) = (now, 0);
+        }
+        if *sent >= MAX_RESETS_PER_SECOND {
+            return;
+        }
+        let mut out = [0u8; MAX_DATAGRAM];
+        let keys = self.resume.tokens().keys();
+        if let Some(len) = reset::stateless_reset(keys, dcid, received, &mut self.rng, &mut out) {
+            *sent += 1;
+            self.outbox.push(now, from, &out[..len]);
+            log::debug!("{from}: stateless reset for a connection this server does not have");
+        }
     }
 
     /// Drops closed connections and reports them.
