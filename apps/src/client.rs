@@ -24,6 +24,14 @@ use crate::net::{
     SOCKET_BUFFER_FLOOR,
 };
 
+/// While the response is still to come and nothing has arrived for this
+/// long, the client sends a PING: a client that only acknowledges what
+/// arrives sends nothing when nothing arrives, so it would never hear a
+/// server that lost the connection (restarted) answer with a stateless
+/// reset, and would wait out its idle timeout. RFC 9000 (Section 10.1.2)
+/// lets an endpoint with outstanding requests keep a connection alive so.
+const KEEP_ALIVE: Duration = Duration::from_secs(1);
+
 /// What a download needs.
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
@@ -308,6 +316,8 @@ pub fn download_watched(
     // When this attempt last saw a body byte (or started).
     let mut attempt_progress = start;
     let mut received_so_far = 0;
+    // When the last datagram arrived, or the last PING left (KEEP_ALIVE).
+    let mut heard_or_pinged = start;
 
     let mut next_send = drain_connection(&mut conn, &mut outbox).next_send;
     loop {
@@ -345,12 +355,14 @@ pub fn download_watched(
             )));
         }
 
+        let awaiting = done.is_none() && conn.is_established();
         let deadline = [
             conn.timeout_instant(),
             next_send,
             outbox.next_release(),
             done.map(|at| at + options.linger),
             stalled_at.filter(|_| done.is_none()),
+            awaiting.then_some(heard_or_pinged + KEEP_ALIVE),
         ]
         .into_iter()
         .flatten()
@@ -358,6 +370,7 @@ pub fn download_watched(
         let mut received =
             recv_until(&socket, &mut buf, deadline).map_err(|e| AppError::io("receiving", e))?;
         while let Some((len, from)) = received {
+            heard_or_pinged = Instant::now();
             let info = quiche::RecvInfo { from, to: local };
             // Datagrams quiche rejects (stray, corrupt) are dropped.
             let _ = conn.recv(&mut buf[..len], info);
@@ -384,6 +397,11 @@ pub fn download_watched(
             )));
         }
         resume.on_progress(&mut conn, name, peer, SystemTime::now());
+        if progress.done.is_none() && conn.is_established() && now >= heard_or_pinged + KEEP_ALIVE {
+            // Only fails on a closed connection, which the loop then ends.
+            let _ = conn.send_ack_eliciting();
+            heard_or_pinged = now;
+        }
         next_send = drain_connection(&mut conn, &mut outbox).next_send;
     }
 
@@ -399,7 +417,15 @@ pub fn download_watched(
             .peer_error()
             .or(conn.local_error())
             .map(|e| format!("{e:?}"))
-            .unwrap_or_else(|| "idle timeout".into());
+            .unwrap_or_else(|| {
+                // Closed with no error either way: by its idle timer, or
+                // by a stateless reset from a server that lost it.
+                if conn.is_timed_out() {
+                    "idle timeout".into()
+                } else {
+                    "stateless reset".into()
+                }
+            });
         // Where it stopped tells a handshake that never completed (its
         // probes lost again and again) from a download that stalled.
         let stage = if conn.is_established() {

@@ -2,7 +2,8 @@
 //! process before it: a client that sends on a connection the new process
 //! never had gets a stateless reset, made from the token key ring both
 //! processes read, and closes at once instead of waiting out its idle
-//! timeout. Real sockets on loopback, a few hundred milliseconds.
+//! timeout, or, when it is in the middle of a download and hears nothing,
+//! at its next keep-alive PING. Real sockets on loopback, two seconds.
 
 mod support;
 
@@ -10,11 +11,15 @@ use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use cr_apps::keys::KeyMaterial;
-use cr_apps::{Protocol, Server, ServerHandle, ServerOptions};
+use cr_apps::{download, Protocol, Server, ServerHandle, ServerOptions};
 use cr_endpoint::ex_token::{KeyRing, TokenKey};
 
 /// How long the client waits for an answer before the test fails.
 const PATIENCE: Duration = Duration::from_secs(5);
+
+/// How long the server is away while it restarts, in the test of a cut
+/// download.
+const DOWN: Duration = Duration::from_millis(1500);
 
 fn server(listen: SocketAddr, key: &KeyMaterial) -> ServerHandle {
     let options = ServerOptions {
@@ -98,4 +103,45 @@ fn a_restarted_server_resets_the_connections_of_the_process_before_it() {
         "{:?}",
         sent.elapsed()
     );
+}
+
+#[test]
+fn a_download_cut_by_a_restart_ends_at_the_reset_not_the_idle_timeout() {
+    let key = KeyMaterial::generate(4).expect("key");
+    let first = server("127.0.0.1:0".parse().expect("address"), &key);
+    let addr = first.local_addr();
+    let relay = support::relay(
+        "127.0.0.1:0".parse().expect("address"),
+        addr,
+        Duration::from_millis(10),
+    );
+    let dir = std::env::temp_dir().join(format!("cr-restart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    // 40 s of body at the relay's 20 Mbit/s: the restart cuts it.
+    let options = support::client_options(relay.local_addr(), 100_000_000, &dir.join("tokens"));
+    let client = std::thread::spawn(move || download(&options));
+
+    let give_up = Instant::now() + PATIENCE;
+    while relay.stats().down.forwarded < 100 && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(relay.stats().down.forwarded >= 100, "the download started");
+    first.stop().expect("first process");
+    let stopped = Instant::now();
+    // Down long enough for the packets in flight to drain: what the client
+    // acknowledges meanwhile meets a closed port, and then it hears nothing.
+    std::thread::sleep(DOWN);
+    let _second = server(addr, &key);
+
+    let error = client
+        .join()
+        .expect("client thread")
+        .expect_err("the download was cut");
+    // The client's PING (it heard nothing for a second) meets the new
+    // process, whose reset ends the connection; without it, the server's
+    // idle timeout (5 s) would end it and the error would say so.
+    assert!(error.to_string().contains("stateless reset"), "{error}");
+    let ended = stopped.elapsed();
+    assert!(ended < DOWN + Duration::from_secs(2), "{ended:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
