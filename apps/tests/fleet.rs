@@ -11,7 +11,7 @@
 //! is moving the client to another server.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 mod support;
@@ -29,14 +29,6 @@ const SIZE: u64 = 1_000_000;
 /// trips here), above what a Redis syncing its append-only file to a busy
 /// disk may take.
 const CLAIM_TIMEOUT: Duration = Duration::from_millis(150);
-
-/// A scratch directory of this test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cr-fleet-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
-}
 
 /// A `cr-server` of the fleet, sharing `key_file` and the guard at `guard`.
 fn start_server(key_file: &Path, guard: &str) -> ServerProcess {
@@ -104,7 +96,7 @@ fn assert_handshake_not_delayed(report: &DownloadReport) {
 #[test]
 fn a_token_from_one_server_resumes_on_another_and_a_set_resumes_once() {
     let redis = RedisServer::start();
-    let dir = scratch("two-servers");
+    let dir = support::scratch("fleet", "two-servers");
     let keys = dir.join("fleet.key");
     let a = start_server(&keys, &redis.url());
     let b = start_server(&keys, &redis.url());
@@ -155,7 +147,7 @@ fn a_token_from_one_server_resumes_on_another_and_a_set_resumes_once() {
 #[test]
 fn two_sets_of_one_network_presented_to_two_servers_at_once_resume_one_connection() {
     let redis = RedisServer::start();
-    let dir = scratch("two-sets");
+    let dir = support::scratch("fleet", "two-sets");
     let keys = dir.join("fleet.key");
     let a = start_server(&keys, &redis.url());
     let b = start_server(&keys, &redis.url());
@@ -191,7 +183,7 @@ fn two_sets_of_one_network_presented_to_two_servers_at_once_resume_one_connectio
 #[test]
 fn a_restarted_redis_with_its_append_only_file_still_refuses_a_replay() {
     let mut redis = RedisServer::start_with(RedisServerOptions { appendonly: true });
-    let dir = scratch("aof");
+    let dir = support::scratch("fleet", "aof");
     let a = start_server(&dir.join("fleet.key"), &redis.url());
     let front = relay("127.0.0.1:0".parse().unwrap(), a.addr);
     let tokens = dir.join("tokens.json");
@@ -219,7 +211,7 @@ fn a_restarted_redis_with_its_append_only_file_still_refuses_a_replay() {
 #[test]
 fn with_redis_stopped_slow_or_absent_downloads_complete_without_resuming() {
     let mut redis = RedisServer::start();
-    let dir = scratch("faults");
+    let dir = support::scratch("fleet", "faults");
     let mut a = start_server(&dir.join("fleet.key"), &redis.url());
     let front = relay("127.0.0.1:0".parse().unwrap(), a.addr);
     let tokens = dir.join("tokens.json");
@@ -280,7 +272,7 @@ fn with_redis_stopped_slow_or_absent_downloads_complete_without_resuming() {
 #[test]
 fn a_changed_key_ring_file_takes_effect_without_a_restart() {
     let redis = RedisServer::start();
-    let dir = scratch("rotation");
+    let dir = support::scratch("fleet", "rotation");
     let keys = dir.join("fleet.key");
     let a = start_server(&keys, &redis.url());
     let front = relay("127.0.0.1:0".parse().unwrap(), a.addr);

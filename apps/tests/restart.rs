@@ -115,8 +115,7 @@ fn a_download_cut_by_a_restart_ends_at_the_reset_not_the_idle_timeout() {
         addr,
         Duration::from_millis(10),
     );
-    let dir = std::env::temp_dir().join(format!("cr-restart-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = support::scratch("restart", "cut-download");
     // 40 s of body at the relay's 20 Mbit/s: the restart cuts it.
     let options = support::client_options(relay.local_addr(), 100_000_000, &dir.join("tokens"));
     let client = std::thread::spawn(move || download(&options));

@@ -41,6 +41,15 @@ pub fn server_options() -> ServerOptions {
     }
 }
 
+/// An empty scratch directory for test `name` of test binary `binary`,
+/// apart from other processes' (the process id is in its name).
+pub fn scratch(binary: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cr-{binary}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
 /// A relay on `listen` (port 0: any) to `server`: 20 Mbit/s and
 /// `one_way` of delay each way, a 256 KiB queue, no loss.
 pub fn relay(listen: SocketAddr, server: SocketAddr, one_way: Duration) -> RelayHandle {
