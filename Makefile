@@ -116,12 +116,12 @@ load: setup quiche
 	$(CARGO) build --release -p cr-apps
 	$(CARGO) run --release -q -p cr-apps --bin cr-load -- $(LOAD_ARGS)
 
-## load-probe: issue 27's real-socket probe: ten clients (each on a /24 of its own) each fetch 2 MiB alone, one after another, over a 50 Mbit/s, 300 ms path through the relay, then all ten at once presenting their tokens (arm resume) and without (baseline), cr-server's default jump budget; one JSON line per arm (not part of make test)
+## load-probe: a flash crowd on real sockets: ten clients (each on a /24 of its own) each fetch 2 MiB alone, one after another, over a 50 Mbit/s, 300 ms path through the relay, then all ten at once presenting their tokens (arm resume) and without (baseline), cr-server's default jump budget; one JSON line per arm (not part of make test)
 load-probe: setup quiche
 	$(CARGO) build --release -p cr-apps
 	$(CARGO) run --release -q -p cr-apps --bin cr-load -- --probe --clients 10 --size 2MiB --rate 50mbit --rtt 300ms
 
-## soak: cr-load --soak for 10 minutes (issue 27, item 5): 20 clients download 256 KiB again and again through the relay (50 Mbit/s, 50 ms) from a release cr-server on a redis-server of its own, while five rounds of faults hit them: a 30 % loss burst, Redis killed and restarted, the token key ring rotated, cr-server killed and restarted, a flood of garbage and forged Initials (2,000/s); one JSON line per fault window and a summary; fails unless no download was lost, no saved set used twice, no client stalled over 10 s (not part of make test)
+## soak: cr-load --soak for 10 minutes: 20 clients download 256 KiB again and again through the relay (50 Mbit/s, 50 ms) from a release cr-server on a redis-server of its own, while five rounds of faults hit them: a 30 % loss burst, Redis killed and restarted, the token key ring rotated, cr-server killed and restarted, a flood of garbage and forged Initials (2,000/s); one JSON line per fault window and a summary; fails unless no download was lost, no saved set used twice, no client stalled over 10 s (not part of make test)
 .PHONY: soak soak-short
 SOAK_ARGS ?= --soak --clients 20 --size 256KiB --rate 50mbit --rtt 50ms --queue 1MiB --linger 500ms --flood-rate 2000
 soak: setup quiche

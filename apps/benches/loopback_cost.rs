@@ -1,4 +1,4 @@
-//! What a byte costs the server on real sockets (issue 16): `cr-server`
+//! What a byte costs the server on real sockets: `cr-server`
 //! and `cr-client` on loopback, no relay, for Reno, CUBIC and BBR2, each
 //! with full packets (silly window avoidance, cr-server's default) and with
 //! quiche's default packing (`--small-packets`), side by side in one run.

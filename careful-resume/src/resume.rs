@@ -516,18 +516,19 @@ impl CarefulResume {
     /// ([`CarefulResume::limit_jump`]: others jumped onto the same path at
     /// once) and the RTT showed a queue while the jump was unvalidated or
     /// being validated (the largest smoothed RTT since the jump: at the
-    /// validating ACK alone, one of the probe's ten met the queue between
-    /// the others' rounds and overfilled it), no further: PipeSize, what
-    /// this jump validated. Each member of a crowd slow-starting on to the
-    /// whole saved capacity would together overfill the path (issue 27's
-    /// probe: ten clients that each saved the path lost 1,782 packets after
-    /// their validated jumps). The budget lowers each of n jumps to 2/n of
-    /// half the saved capacity, saved/n, so the n jumps together already
-    /// hold one saved capacity, the path: each one's share of it is what it
-    /// validated. (Slow-starting on to 2/n of the saved capacity each, as
-    /// before, filled the path and its queue: 57 lost; 8 with this.)
-    /// Without a queue the path has room (the crowd's saved capacities
-    /// were small beside it), and slow start goes on as alone.
+    /// validating ACK alone, one of ten clients resuming together can meet
+    /// the queue drained between the others' rounds and overfill it), no
+    /// further: PipeSize, what this jump validated. Each member of a crowd
+    /// slow-starting on to the whole saved capacity would together overfill
+    /// the path (in cr-sim's `crowd-10-2MiB-300ms`, ten clients that each
+    /// saved the path lose 1,782 packets after their validated jumps that
+    /// way). The budget lowers each of n jumps to 2/n of half the saved
+    /// capacity, saved/n, so the n jumps together already hold one saved
+    /// capacity, the path: each one's share of it is what it validated.
+    /// (Slow-starting on to 2/n of the saved capacity each fills the path
+    /// and its queue: 57 lost, against 8 with this ceiling.) Without a
+    /// queue the path has room (the crowd's saved capacities were small
+    /// beside it), and slow start goes on as alone.
     fn slow_start_ceiling(&self, ack: &Ack) -> usize {
         if self.lowered_into_a_queue(ack) {
             self.pipesize

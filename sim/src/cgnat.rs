@@ -1,4 +1,4 @@
-//! Many users behind one address prefix (issue 27): a carrier-grade NAT, a
+//! Many users behind one address prefix: a carrier-grade NAT, a
 //! campus or a satellite beam's gateway, whose users share one access path
 //! and, under RFC 9959's one saved set per Remote Endpoint, one saved set.
 //!

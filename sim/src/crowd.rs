@@ -1,4 +1,4 @@
-//! Flash crowds (issue 27): many clients that each measured the path alone
+//! Flash crowds: many clients that each measured the path alone
 //! resume at once on one shared bottleneck.
 //!
 //! N clients, each on a /24 of its own (so that RFC 9959's one saved set

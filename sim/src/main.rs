@@ -210,7 +210,7 @@ struct CrowdArgs {
     #[arg(long)]
     requested_capacity: Option<ByteSize>,
     /// What-if: the server lets every jump go in full, however many
-    /// clients resume at once (no jump budget: as before the safeguard).
+    /// clients resume at once (no jump budget).
     #[arg(long)]
     no_jump_budget: bool,
     /// Print the report as JSON.

@@ -1,6 +1,6 @@
 //! How well a sender packs its data into packets: the sizes of the
 //! datagrams it sent, and the report comparing the packets that carried
-//! stream data with the fewest full-sized ones that could have (issue 16).
+//! stream data with the fewest full-sized ones that could have.
 //!
 //! Short packets cost a sender a packet's processing each, the path a
 //! header each, and the receiver an ACK for every two; a download that

@@ -161,7 +161,7 @@ pub fn cases() -> Vec<Case> {
     cases
 }
 
-/// BBR2 resuming on GEO paths (issue 14): 10 MB at 20 Mbit/s, whose resumed
+/// BBR2 resuming on GEO paths: 10 MB at 20 Mbit/s, whose resumed
 /// connection should come within 1.15 x the physical limit, and 1 MiB at
 /// 10 Mbit/s, whose resumed connection should be 1.8 x faster than the
 /// first.
@@ -187,7 +187,7 @@ pub fn bbr2_satellite() -> Vec<Case> {
     ]
 }
 
-/// `case` with BBR2 for every connection (issue 14: a capacity drop within
+/// `case` with BBR2 for every connection (targets: a capacity drop within
 /// 1.1 x its baseline, a competing flow keeping half its throughput).
 pub fn with_bbr2(case: Case) -> Case {
     Case {
@@ -201,7 +201,7 @@ pub fn with_bbr2(case: Case) -> Case {
 }
 
 /// A 10 MB download at 20 Mbit/s and 20 ms with each controller: where
-/// quiche's default packing sent the most short packets (issue 16).
+/// quiche's default packing sends the most short packets.
 pub fn bulk_per_controller() -> Vec<Case> {
     [
         CongestionControl::Reno,
@@ -224,8 +224,8 @@ pub fn bulk_per_controller() -> Vec<Case> {
 }
 
 /// Eight 20 KiB requests at 100 ms, each on its own connection: the
-/// request-response exchanges that silly window avoidance (issue 16) must
-/// not delay. A response is larger than the initial window, so its last
+/// request-response exchanges that silly window avoidance must not
+/// delay. A response is larger than the initial window, so its last
 /// part waits for the first ACK either way.
 pub fn small_requests() -> Case {
     Case {
@@ -243,9 +243,10 @@ pub fn small_requests() -> Case {
 /// RTTs of [`bbr2_sweep`].
 pub const BBR2_SWEEP_RTTS_MS: [u64; 6] = [50, 200, 400, 600, 800, 1000];
 
-/// BBR2 on long paths (issue 14): 3 MB at 20 Mbit/s over RTTs from 50 ms
-/// to 1 s. Before quiche patch 0013 BBR2's first connection collapsed above
-/// 400 ms (22.8 s at 600 ms); it now stays within 1.2 x an ideal slow start.
+/// BBR2 on long paths: 3 MB at 20 Mbit/s over RTTs from 50 ms to 1 s.
+/// Without quiche patch 0013 BBR2's first connection collapses above
+/// 400 ms (22.8 s at 600 ms); with it, it stays within 1.2 x an ideal slow
+/// start.
 pub fn bbr2_sweep() -> Vec<Case> {
     BBR2_SWEEP_RTTS_MS
         .iter()
@@ -318,8 +319,8 @@ pub struct CaseResult {
     /// The resumed session with `--small-packets`: how quiche packs data by
     /// default, for comparison.
     pub small_packets: Result<Report, String>,
-    /// Wall time of the slowest of the three sessions, in seconds (issue
-    /// 14 asks for at most 10 on a two-core machine).
+    /// Wall time of the slowest of the three sessions, in seconds (at most
+    /// 10 on a two-core machine, so that the suite stays quick).
     pub wall_s: f64,
 }
 
@@ -476,7 +477,7 @@ pub fn render_packing(results: &[CaseResult]) -> String {
     )
 }
 
-/// A named flash crowd of the suite (issue 27).
+/// A named flash crowd of the suite.
 #[derive(Clone, Debug)]
 pub struct CrowdCase {
     /// Short name, stable across releases.
@@ -487,11 +488,11 @@ pub struct CrowdCase {
     pub crowd: Crowd,
 }
 
-/// The suite's flash crowds, on issue 27's path (50 Mbit/s, 600 ms, 1 x BDP
-/// of queue, 1 MiB each, starting within 100 ms): 10 and 50 clients with
+/// The suite's flash crowds, on a GEO path (50 Mbit/s, 600 ms, 1 x BDP of
+/// queue, 1 MiB each, starting within 100 ms): 10 and 50 clients with
 /// CUBIC, 50 with an incumbent long download, and 100 with BBR2, alone and
-/// with an incumbent; and the issue's real-socket probe (10 clients, 2 MiB
-/// at 50 Mbit/s and 300 ms), with CUBIC and BBR2. A lone 1 MiB download
+/// with an incumbent; and the crowd `make load-probe` runs on real sockets
+/// (10 clients, 2 MiB at 50 Mbit/s and 300 ms), with CUBIC and BBR2. A lone 1 MiB download
 /// at 600 ms never leaves slow start and saves an eighth of the path
 /// (483 kB of 3.75 MB); 2 MiB at 300 ms saves all of it.
 pub fn crowd_cases() -> Vec<CrowdCase> {
@@ -516,12 +517,12 @@ pub fn crowd_cases() -> Vec<CrowdCase> {
         },
         CrowdCase {
             name: "crowd-10-2MiB-300ms".into(),
-            about: "issue 27's real-socket probe: 10 clients, 2 MiB at 300 ms",
+            about: "10 clients, 2 MiB at 300 ms, as make load-probe on real sockets",
             crowd: probe(cubic),
         },
         CrowdCase {
             name: "crowd-10-2MiB-300ms-bbr2".into(),
-            about: "issue 27's real-socket probe with BBR2",
+            about: "10 clients, 2 MiB at 300 ms, BBR2",
             crowd: probe(bbr2),
         },
         CrowdCase {

@@ -1,4 +1,4 @@
-//! Flash crowds and users behind one prefix (issue 27), small enough for
+//! Flash crowds and users behind one prefix, small enough for
 //! debug builds: the reports have their fields, a seed fixes them, the
 //! arms do what they say. The suite's crowds themselves are guarded in
 //! `targets.rs` (release builds).

@@ -1,4 +1,4 @@
-//! Issue 28's targets for first connections, SEARCH against HyStart++ side
+//! The targets for first connections, SEARCH against HyStart++ side
 //! by side in one run (release builds only, as every simulation guard:
 //! `make sim-guards`).
 //!

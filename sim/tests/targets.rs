@@ -173,8 +173,8 @@ fn a_jump_that_overshoots_retreats_and_is_not_handed_on() {
     assert!(r <= 1.1 * b, "resumed {r} s, baseline {b} s");
 }
 
-/// BBR2 resuming by RFC 9959's appendix (issue 14, quiche patches 0020
-/// and 0021), in the suite's cases. Measured: 10 MB at 20 Mbit/s and 600 ms
+/// BBR2 resuming by RFC 9959's appendix (quiche patches 0020 and 0021), in
+/// the suite's cases. Measured: 10 MB at 20 Mbit/s and 600 ms
 /// resumed in 5.899 s, 1.13 x the limit (the first 10.07 s, 1.94 x); 1 MiB
 /// at 10 Mbit/s and 600 ms 1.89 x faster than the first (2.958 s against
 /// 5.577 s); the 3 MB sweep from 50 ms to 1 s 1.07 x to 2.27 x faster than
@@ -280,14 +280,14 @@ fn a_resumed_connection_does_not_jump_into_a_long_downloads_queue() {
 /// against a long flow on a drop-tail queue depends on which cycle the long
 /// flow's window has settled into, and any change to what is sent (one
 /// NEW_TOKEN frame more, early in the long connection) can move it to
-/// another: `competing-flow`'s baseline took 17.5 s, then 41.3 s after the
-/// second address token, while across RTTs of 560-640 ms the median
-/// stayed (32.9 and 30.0 s). `bbr2-competing-flow` (issue 27: at most 2 %
-/// slower) is 0.988 x its baseline and loses 0.93 x (37 against 40) since
-/// a jump leaves room for the queue the path shows before it (none here:
-/// the newcomer's min RTT is 1.08 s on a 600 ms path); jumping into that
-/// queue, half of the jump's packets were dropped, and it lost 2.1 x and
-/// was 20 % slower.
+/// another: one NEW_TOKEN frame more moves `competing-flow`'s baseline
+/// from 17.5 s to 41.3 s, while across RTTs of 560-640 ms the median
+/// barely moves (32.9 and 30.0 s). `bbr2-competing-flow` (target: at most
+/// 2 % slower) is 0.988 x its baseline and loses 0.93 x (37 against 40)
+/// because a jump leaves room for the queue the path shows before it (none
+/// here: the newcomer's min RTT is 1.08 s on a 600 ms path); a jump into
+/// that queue has half of its packets dropped, and loses 2.1 x and is
+/// 20 % slower.
 #[test]
 fn resuming_is_never_slower_nor_lossier_than_the_baseline() {
     for result in suite_results() {
@@ -320,7 +320,7 @@ fn resuming_is_never_slower_nor_lossier_than_the_baseline() {
     }
 }
 
-/// Issue 16: in every bulk download of the suite (1 MiB or more) the
+/// Full packets: in every bulk download of the suite (1 MiB or more) the
 /// packets that carried stream data are at most 1.05 x the fewest
 /// full-sized ones the body and its retransmissions need. Measured: 1.002
 /// to 1.017 without loss, where quiche's default packing took up to 3.49 x
@@ -367,7 +367,7 @@ fn stream_data_goes_in_full_packets() {
     }
 }
 
-/// Issue 16: full packets cost no time. Every connection of every suite
+/// Full packets cost no time. Every connection of every suite
 /// scenario, against the same run with quiche's default packing (short
 /// packets wherever the window has room): at most 1 % slower. Measured:
 /// 0.71-1.0084 (BBR2's first connection at 1 s). Known misses, guarded
@@ -384,12 +384,10 @@ fn stream_data_goes_in_full_packets() {
 /// 1.67 x (39.1 s against 23.4 s), since which of the long flow's cycles
 /// the newcomer meets decides it.
 /// And `retreat-1mbit`'s resumed connection, 1.9 % slower than the run
-/// with quiche's packing (11.202 s against 10.996 s; 0.1 % before saved
-/// sets were claimed after the handshake, issue 26): its own time did not
-/// change, the run with quiche's packing got faster. What changed on the
-/// wire is when the NEW_TOKEN frames go out (the set is handed on after
-/// the claim's grant, not at the first ACK); on a link the jump overfills,
-/// that moves which packets the queue drops.
+/// with quiche's packing (11.202 s against 10.996 s): the two runs differ
+/// in when the NEW_TOKEN frames go out (the set is handed on after the
+/// claim's grant, which comes once the handshake is complete), and on a
+/// link the jump overfills, that moves which packets the queue drops.
 #[test]
 fn full_packets_cost_no_time() {
     for result in suite_results() {
@@ -564,17 +562,17 @@ fn ideal_slow_start_s(scenario: &Scenario) -> f64 {
         + rtt / 2.0
 }
 
-/// BBR2 first connections on long paths (issue 14): 3 MB at 20 Mbit/s from
-/// 50 ms to 1 s ([`suite::bbr2_sweep`]), and 10 MiB at 600 ms.
+/// BBR2 first connections on long paths: 3 MB at 20 Mbit/s from 50 ms to
+/// 1 s ([`suite::bbr2_sweep`]), and 10 MiB at 600 ms.
 ///
-/// Before quiche patch 0013, BBR2's min RTT kept quiche's 333 ms initial RTT
-/// for 10 s and the first connection collapsed: 3 MB took 5.23 s at 400 ms
-/// (1.27 x the ideal slow start of [`ideal_slow_start_s`]), 22.79 s at
-/// 600 ms (3.85 x), and 10 MiB at 600 ms 28.56 s (3.21 x). Measured since:
+/// Without quiche patch 0013, BBR2's min RTT keeps quiche's 333 ms initial
+/// RTT for 10 s and the first connection collapses: 3 MB takes 5.23 s at
+/// 400 ms (1.27 x the ideal slow start of [`ideal_slow_start_s`]), 22.79 s
+/// at 600 ms (3.85 x), and 10 MiB at 600 ms 28.56 s (3.21 x). With it:
 /// 1.07 x (50 ms) rising to 1.18 x (1 s), 10 MiB 10.16 s (1.14 x). Guarded:
 /// at most 1.25 x.
 ///
-/// The issue's targets in terms of the physical limit (2 x the limit at
+/// Targets in terms of the physical limit (2 x the limit at
 /// every RTT, 1.5 x for 10 MiB at 600 ms) are out of reach for any first
 /// connection starting from 10 packets: the ideal slow start itself takes
 /// 2.06 x the limit at 400 ms, 2.97 x at 1 s and 1.65 x for 10 MiB at 600 ms.
@@ -603,7 +601,7 @@ fn bbr2_first_connection_keeps_up_with_an_ideal_slow_start_on_long_paths() {
     }
 }
 
-/// The suite's flash crowds without an incumbent (issue 27), run once for
+/// The suite's flash crowds without an incumbent, run once for
 /// every test that reads them.
 fn crowd_results() -> &'static [suite::CrowdResult] {
     static RESULTS: OnceLock<Vec<suite::CrowdResult>> = OnceLock::new();
@@ -616,7 +614,7 @@ fn crowd_results() -> &'static [suite::CrowdResult] {
     })
 }
 
-/// Issue 27: N clients that each measured the path alone resume within
+/// Flash crowds: N clients that each measured the path alone resume within
 /// 100 ms of one another, on /24s of their own. The server shares out the
 /// jumps (`cr_endpoint::JumpBudget`: while n > 2 jumps are to come or
 /// unvalidated, each may be 2/n of its own), so no jump retreats, and the

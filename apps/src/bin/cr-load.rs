@@ -1,6 +1,6 @@
 //! `cr-load`: N clients at once against a `cr-server` it starts, through a
 //! relay on loopback; prints one JSON line (or, with `--probe`, one per
-//! arm of issue 27's flash crowd; with `--soak`, one per fault window and
+//! arm of a flash crowd; with `--soak`, one per fault window and
 //! a summary).
 
 use std::path::PathBuf;
@@ -70,12 +70,12 @@ struct Args {
     /// `--server-arg=--jump-budget=0`.
     #[arg(long = "server-arg", allow_hyphen_values = true)]
     server_args: Vec<String>,
-    /// Run issue 27's probe instead: each client downloads alone, one
+    /// Run a flash crowd instead: each client downloads alone, one
     /// after another; then all at once with their tokens (arm `resume`),
     /// then all at once without (`baseline`). One JSON line per arm.
     #[arg(long, conflicts_with = "soak")]
     probe: bool,
-    /// Run the fault soak instead (issue 27, item 5): the clients download
+    /// Run the fault soak instead: the clients download
     /// for --duration (default 120s) while, in rounds of --cycle, the
     /// relay loses 30 % for 2 s, Redis (started by cr-load) is killed and
     /// restarted, the token key ring is rotated, cr-server is killed and

@@ -8,7 +8,7 @@
 //! and failing at the first byte that is not the pattern of
 //! [`cr_serve::body`]), and the two experiments: [`run_load`], clients
 //! repeating downloads for a duration or a number of rounds, and
-//! [`run_probe`], issue 27's flash crowd (each client alone, one after
+//! [`run_probe`], a flash crowd on real sockets (each client alone, one after
 //! another, then all at once presenting their tokens, then all at once
 //! without). [`server`] owns the server process and what `/proc` says of
 //! it, [`summary`] what is printed, [`soak`] the load under faults
@@ -133,7 +133,7 @@ pub fn run_load(options: &LoadOptions) -> Result<LoadSummary, AppError> {
     ))
 }
 
-/// Issue 27's real-socket probe with `options.clients` clients: each
+/// A flash crowd on real sockets with `options.clients` clients: each
 /// downloads alone, one after another, measuring the path and keeping its
 /// tokens (arm `alone`); then all at once presenting them (`resume`); then
 /// all at once without tokens (`baseline`). One summary per arm.

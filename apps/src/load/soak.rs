@@ -1,4 +1,4 @@
-//! `cr-load --soak`: the load under faults (issue 27, item 5). Clients
+//! `cr-load --soak`: the load under faults. Clients
 //! download continuously through the relay from a `cr-server` that claims
 //! saved sets in a `redis-server` of the soak's own, while a schedule
 //! injects, one at a time and at known times: a loss burst in the relay,
@@ -41,7 +41,7 @@ use crate::client::{download_watched, ClientOptions, Stalls};
 use crate::error::AppError;
 use crate::keys::load_key_ring;
 
-/// The longest a client may see no body byte (issue 27's bound).
+/// The longest a client may see no body byte before the soak fails.
 pub const MAX_STALL: Duration = Duration::from_secs(10);
 
 /// The schedule's unit: one cycle of every fault takes this long at scale
@@ -287,7 +287,7 @@ pub struct FaultReport {
     pub first_error: Option<String>,
 }
 
-/// The whole soak's line, and whether issue 27's target is met.
+/// The whole soak's line, and whether its target is met.
 #[derive(Clone, Debug, Serialize)]
 pub struct SoakSummary {
     /// `summary`, to tell this line from the windows'.
