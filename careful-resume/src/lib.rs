@@ -17,6 +17,9 @@
 //!   (SEARCH), so that what it measures, and saves, is not the aftermath
 //!   of an overflowing queue.
 //!
+//! Where to start: [`CarefulResume::new`] with a [`Config`] and a
+//! [`SavedState`], and the section "Wiring it into a QUIC stack" below.
+//!
 //! # The algorithm
 //!
 //! ```text

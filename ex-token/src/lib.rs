@@ -8,6 +8,9 @@
 //! per-client state, and clients that know nothing of the format simply
 //! echo the bytes.
 //!
+//! Where to start: the "Server example" below ([`TokenServer`], a
+//! [`KeyRing`] and a [`TokenGuard`]), and [`TokenStore`] for a client.
+//!
 //! # Wire format
 //!
 //! All integers marked `(i)` are QUIC variable-length integers.

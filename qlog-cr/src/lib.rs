@@ -15,6 +15,9 @@
 //!   reported with its line, never by a panic.
 //! * [`Trace::summary`] and [`plot`], behind the `qlog-cr` command-line tool.
 //!
+//! Where to start: [`Trace::from_path`] to read a trace, and
+//! [`PhaseUpdatedEvent::new`] to write the event (both examples below).
+//!
 //! # Writing the event
 //!
 //! ```

@@ -14,6 +14,9 @@
 //!   command lines take them.
 //!
 //! Everything is sans-IO: callers pass the time and do the sending.
+//!
+//! Where to start: [`session::ServerSession`], which `cr-server` and
+//! `cr-sim` both drive.
 
 pub mod app;
 pub mod body;

@@ -3,6 +3,9 @@
 //! Careful Resume (RFC 9959) does for a connection that resumes a path's
 //! saved capacity.
 //!
+//! Where to start: a [`Scenario`] run by [`run_session`] into a [`Report`];
+//! the suite's cases are [`suite::cases`].
+//!
 //! # Model
 //!
 //! Two endpoints are joined by a bottleneck with, per direction, a rate, a
