@@ -4,8 +4,11 @@
 
 use std::fmt;
 use std::io;
+use std::path::PathBuf;
 
 use cr_serve::ServeError;
+
+use crate::keys::KeyFileError;
 
 /// What can stop a server, client or relay.
 #[derive(Debug)]
@@ -22,6 +25,8 @@ pub enum AppError {
     Invalid(String),
     /// Something did not happen in time; the string says what.
     Timeout(String),
+    /// The token key ring file at this path was refused.
+    KeyFile(PathBuf, KeyFileError),
 }
 
 impl AppError {
@@ -40,6 +45,7 @@ impl fmt::Display for AppError {
             AppError::Endpoint(e) => write!(f, "Careful Resume setup: {e}"),
             AppError::Invalid(why) => f.write_str(why),
             AppError::Timeout(what) => write!(f, "timed out: {what}"),
+            AppError::KeyFile(path, e) => write!(f, "key file {}: {e}", path.display()),
         }
     }
 }

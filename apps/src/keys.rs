@@ -1,12 +1,35 @@
 //! The server's token keys on disk: the key ring file, first-run
 //! generation, rotation, and picking up a changed file while running.
 //!
-//! A key ring file holds one key per line as `<id>:<64 hex digits>`. The
-//! first line is the current key, which seals new tokens; the lines after
-//! it are earlier keys (at most [`MAX_PREVIOUS_KEYS`]), which still open
-//! the tokens they sealed. Blank lines and lines starting with `#` are
-//! ignored. A single line of bare hex (id 0), or exactly 32 raw bytes (id 0,
-//! as `head -c 32 /dev/urandom` makes), is a ring of one key.
+//! # File format
+//!
+//! A key ring file holds one key per line as `<id>:<64 hex digits>`, the
+//! id a number from 0 to 255 and the hex digits the 32 bytes of the key.
+//! The first line is the current key, which seals new tokens; the lines
+//! after it are earlier keys (at most [`MAX_PREVIOUS_KEYS`]), which still
+//! open the tokens they sealed. Blank lines and lines starting with `#` are
+//! ignored. Nothing else is a key file: not 32 raw bytes, not bare hex
+//! without an id (one format leaves no doubt whether a 32-character
+//! passphrase is a key). To make a file by hand:
+//!
+//! ```text
+//! (umask 077; printf '0:%s\n' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" > token.key)
+//! ```
+//!
+//! # Handling
+//!
+//! The file is a secret shared by a fleet. A server reads it only when it
+//! is a regular file (not a symbolic link, which is not followed) that
+//! neither group nor others may access (mode `0600` or stricter), and
+//! refuses it otherwise with a [`KeyFileError`] saying why. It writes a new
+//! ring (first run, `--rotate`) into a temporary file next to it, created
+//! exclusively (never through a planted file or link) with mode `0600` set
+//! on the open descriptor, then renames it over the old file, so a server
+//! rereading it never sees half of it. Key bytes are cleared from memory
+//! when the values holding them are dropped, and no `Debug` output shows
+//! them.
+//!
+//! # Rotation
 //!
 //! Every server sharing the file (a fleet behind one name) opens every
 //! other's tokens. To rotate across a fleet without refusing any token:
@@ -18,15 +41,66 @@
 //! ([`KeyRingWatcher`]); `cr-server --rotate` does the last two steps for
 //! one server.
 
-use std::fs;
-use std::io::{self, Write};
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use cr_endpoint::ex_token::{KeyRing, Rng, SystemRng, TokenKey, KEY_LEN, MAX_PREVIOUS_KEYS};
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::AppError;
 
-/// Key material with its id, as kept in a key file.
+/// Largest key ring file read: a full ring is about 300 bytes, comments
+/// included a few more; anything near this is not a key file.
+const MAX_FILE_LEN: u64 = 64 * 1024;
+
+/// Why a key ring file was refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum KeyFileError {
+    /// The path is a symbolic link. Key files are never read or written
+    /// through a link, which whoever can write its directory could point
+    /// elsewhere.
+    Symlink,
+    /// The path is not a regular file (a directory, a FIFO, a device).
+    NotAFile,
+    /// Group or others may access the file; the value is its permission
+    /// bits. Key files must be `0600` or stricter (`chmod 600 <file>`).
+    Permissions(u32),
+    /// The contents are not a key ring file; the message says where and
+    /// why, never quoting key material.
+    Format(String),
+    /// The operating system refused an operation; the string says which.
+    Io(&'static str, io::Error),
+}
+
+impl fmt::Display for KeyFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Symlink => f.write_str("is a symbolic link; name the key file itself"),
+            Self::NotAFile => f.write_str("is not a regular file"),
+            Self::Permissions(mode) => write!(
+                f,
+                "has mode {mode:04o}: group and others must have no access (chmod 600)"
+            ),
+            Self::Format(why) => f.write_str(why),
+            Self::Io(what, e) => write!(f, "{what}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for KeyFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Key material with its id, as kept in a key file. Its bytes are cleared
+/// when it is dropped, and its `Debug` output shows the id only.
 #[derive(Clone, PartialEq, Eq)]
 pub struct KeyMaterial {
     /// The id sealed boxes carry in clear to select the key.
@@ -35,50 +109,66 @@ pub struct KeyMaterial {
     pub bytes: [u8; KEY_LEN],
 }
 
-impl std::fmt::Debug for KeyMaterial {
+impl fmt::Debug for KeyMaterial {
     /// Never prints the secret.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyMaterial").field("id", &self.id).finish()
+    }
+}
+
+impl Drop for KeyMaterial {
+    fn drop(&mut self) {
+        self.bytes.zeroize();
     }
 }
 
 impl KeyMaterial {
     /// Fresh random material from the operating system.
     pub fn generate(id: u8) -> Result<KeyMaterial, AppError> {
-        let mut bytes = [0u8; KEY_LEN];
+        let mut key = KeyMaterial {
+            id,
+            bytes: [0u8; KEY_LEN],
+        };
         SystemRng::new()
-            .fill(&mut bytes)
+            .fill(&mut key.bytes)
             .map_err(|_| AppError::Invalid("the system random generator failed".into()))?;
-        Ok(KeyMaterial { id, bytes })
+        Ok(key)
     }
 
-    /// Parses the contents of a key file (see the module documentation).
-    pub fn parse(contents: &[u8]) -> Result<KeyMaterial, String> {
-        if let Ok(bytes) = <[u8; KEY_LEN]>::try_from(contents) {
-            if std::str::from_utf8(contents).map_or(true, |t| !is_hex(t.trim())) {
-                return Ok(KeyMaterial { id: 0, bytes });
+    /// Parses one key line, `<id>:<64 hex digits>` (see the module
+    /// documentation). The error says what is wrong without quoting the
+    /// line, which may hold key material.
+    pub fn parse(line: &str) -> Result<KeyMaterial, String> {
+        let Some((id, hex)) = line.trim().split_once(':') else {
+            return Err(format!(
+                "not a key: a key line is `<id>:<{} hex digits>`",
+                2 * KEY_LEN
+            ));
+        };
+        let id = id
+            .trim()
+            .parse::<u8>()
+            .map_err(|_| "the key id is not a number from 0 to 255".to_string())?;
+        let mut key = KeyMaterial {
+            id,
+            bytes: [0u8; KEY_LEN],
+        };
+        decode_hex(hex.trim(), &mut key.bytes)?;
+        Ok(key)
+    }
+
+    /// The text form written to key files; cleared when dropped.
+    pub fn to_text(&self) -> Zeroizing<String> {
+        let mut text = Zeroizing::new(String::with_capacity(5 + 2 * KEY_LEN));
+        text.push_str(&self.id.to_string());
+        text.push(':');
+        for byte in self.bytes {
+            for nibble in [byte >> 4, byte & 0xf] {
+                text.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
             }
         }
-        let text = std::str::from_utf8(contents)
-            .map_err(|_| format!("neither {KEY_LEN} raw bytes nor text"))?
-            .trim();
-        let (id, hex) = match text.split_once(':') {
-            Some((id, hex)) => (
-                id.trim()
-                    .parse::<u8>()
-                    .map_err(|_| format!("key id `{id}` is not a number from 0 to 255"))?,
-                hex.trim(),
-            ),
-            None => (0, text),
-        };
-        let bytes = decode_hex(hex)?;
-        Ok(KeyMaterial { id, bytes })
-    }
-
-    /// The text form written to key files.
-    pub fn to_text(&self) -> String {
-        let hex: String = self.bytes.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{}:{hex}\n", self.id)
+        text.push('\n');
+        text
     }
 
     fn token_key(&self) -> Result<TokenKey, AppError> {
@@ -87,20 +177,20 @@ impl KeyMaterial {
     }
 }
 
-fn is_hex(text: &str) -> bool {
-    text.len() == 2 * KEY_LEN && text.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
-fn decode_hex(hex: &str) -> Result<[u8; KEY_LEN], String> {
-    if !is_hex(hex) {
-        return Err(format!("expected {} hex digits", 2 * KEY_LEN));
+/// Decodes exactly `2 * KEY_LEN` hex digits into `out`.
+fn decode_hex(hex: &str, out: &mut [u8; KEY_LEN]) -> Result<(), String> {
+    if hex.len() != 2 * KEY_LEN {
+        return Err(format!("a key is {} hex digits", 2 * KEY_LEN));
     }
-    let mut bytes = [0u8; KEY_LEN];
-    for (byte, pair) in bytes.iter_mut().zip(hex.as_bytes().chunks(2)) {
-        let pair = std::str::from_utf8(pair).map_err(|_| "not hex".to_string())?;
-        *byte = u8::from_str_radix(pair, 16).map_err(|_| "not hex".to_string())?;
+    for (byte, pair) in out.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+        let digit = |c: u8| char::from(c).to_digit(16);
+        let (Some(high), Some(low)) = (digit(pair[0]), digit(pair[1])) else {
+            out.zeroize();
+            return Err("a key holds hex digits only".to_string());
+        };
+        *byte = (high * 16 + low) as u8;
     }
-    Ok(bytes)
+    Ok(())
 }
 
 /// The keys of a key ring file, current first.
@@ -111,22 +201,25 @@ pub struct KeyRingFile {
 
 impl KeyRingFile {
     /// Parses a key ring file (see the module documentation).
-    pub fn parse(contents: &[u8]) -> Result<KeyRingFile, String> {
-        let keys = match std::str::from_utf8(contents) {
-            Ok(text) => text
-                .lines()
-                .enumerate()
-                .map(|(n, line)| (n + 1, line.trim()))
-                .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
-                .map(|(n, line)| {
-                    KeyMaterial::parse(line.as_bytes()).map_err(|why| format!("line {n}: {why}"))
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-            // Not text: one raw key.
-            Err(_) => vec![KeyMaterial::parse(contents)?],
+    pub fn parse(contents: &[u8]) -> Result<KeyRingFile, KeyFileError> {
+        let Ok(text) = std::str::from_utf8(contents) else {
+            return Err(KeyFileError::Format(format!(
+                "not text: a key ring file has one `<id>:<{} hex digits>` line per key",
+                2 * KEY_LEN
+            )));
         };
+        let keys = text
+            .lines()
+            .enumerate()
+            .map(|(n, line)| (n + 1, line.trim()))
+            .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
+            .map(|(n, line)| {
+                KeyMaterial::parse(line)
+                    .map_err(|why| KeyFileError::Format(format!("line {n}: {why}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let ring = KeyRingFile { keys };
-        ring.check()?;
+        ring.check().map_err(KeyFileError::Format)?;
         Ok(ring)
     }
 
@@ -148,9 +241,13 @@ impl KeyRingFile {
         Ok(())
     }
 
-    /// The text form written to key ring files.
-    pub fn to_text(&self) -> String {
-        self.keys.iter().map(KeyMaterial::to_text).collect()
+    /// The text form written to key ring files; cleared when dropped.
+    pub fn to_text(&self) -> Zeroizing<String> {
+        let mut text = Zeroizing::new(String::new());
+        for key in &self.keys {
+            text.push_str(&key.to_text());
+        }
+        text
     }
 
     /// Id of the current key (the one sealing new tokens).
@@ -201,37 +298,134 @@ impl KeyRingFile {
     }
 }
 
+/// Reads a key ring file's bytes: `None` when there is no file; refused
+/// when it is a symbolic link, not a regular file, or open to group or
+/// others.
+pub fn read_key_file(path: &Path) -> Result<Option<Zeroizing<Vec<u8>>>, KeyFileError> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    // Not through a link; and a FIFO planted at the path must not block the
+    // open (the descriptor's type is checked next).
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    );
+    let mut file = match options.open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            let link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+            return Err(if link {
+                KeyFileError::Symlink
+            } else {
+                KeyFileError::Io("opening", e)
+            });
+        }
+    };
+    // The open descriptor's metadata: what was checked is what is read.
+    let metadata = file
+        .metadata()
+        .map_err(|e| KeyFileError::Io("reading its metadata", e))?;
+    if !metadata.is_file() {
+        return Err(KeyFileError::NotAFile);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = metadata.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            return Err(KeyFileError::Permissions(mode));
+        }
+    }
+    let mut contents = Zeroizing::new(Vec::with_capacity(512));
+    (&mut file)
+        .take(MAX_FILE_LEN + 1)
+        .read_to_end(&mut contents)
+        .map_err(|e| KeyFileError::Io("reading", e))?;
+    if contents.len() as u64 > MAX_FILE_LEN {
+        return Err(KeyFileError::Format(format!(
+            "longer than {MAX_FILE_LEN} bytes: not a key ring file"
+        )));
+    }
+    Ok(Some(contents))
+}
+
 fn read_ring(path: &Path) -> Result<Option<KeyRingFile>, AppError> {
-    match fs::read(path) {
-        Ok(contents) => KeyRingFile::parse(&contents)
-            .map(Some)
-            .map_err(|why| AppError::Invalid(format!("key file {}: {why}", path.display()))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(AppError::io(
-            format!("reading key file {}", path.display()),
-            e,
-        )),
+    let refused = |error| AppError::KeyFile(path.to_owned(), error);
+    match read_key_file(path).map_err(refused)? {
+        Some(contents) => KeyRingFile::parse(&contents).map(Some).map_err(refused),
+        None => Ok(None),
     }
 }
 
 /// Replaces a key ring file at once (a server rereading it never sees half
-/// of it), readable by its owner only where the OS allows.
-fn write_ring(path: &Path, ring: &KeyRingFile) -> Result<(), AppError> {
-    let context = || format!("writing key file {}", path.display());
+/// of it) with a file only its owner may read.
+///
+/// The new contents go to `<path>.new`, created exclusively (so never into
+/// a file or link someone left there: a leftover is removed, not followed)
+/// with mode `0600` set on the descriptor, synced, then renamed over
+/// `path` (which replaces a link at `path` rather than following it).
+pub fn write_key_file(path: &Path, ring: &KeyRingFile) -> Result<(), KeyFileError> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".new");
     let temporary = PathBuf::from(temporary);
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    let mut file = match create_exclusive(&temporary) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            // Left by an interrupted write, or planted: remove the entry
+            // itself (a link, not its target) and create afresh.
+            fs::remove_file(&temporary)
+                .map_err(|e| KeyFileError::Io("removing a leftover temporary file", e))?;
+            create_exclusive(&temporary)
+        }
+        created => created,
+    }
+    .map_err(|e| KeyFileError::Io("creating the temporary file", e))?;
+    let written = restrict(&file)
+        .and_then(|()| file.write_all(ring.to_text().as_bytes()))
+        .and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temporary);
+        return Err(KeyFileError::Io("writing the temporary file", e));
+    }
+    fs::rename(&temporary, path).map_err(|e| KeyFileError::Io("renaming into place", e))?;
+    // The rename itself survives a crash once the directory is synced.
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options
-        .open(&temporary)
-        .map_err(|e| AppError::io(context(), e))?;
-    file.write_all(ring.to_text().as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|e| AppError::io(context(), e))?;
-    fs::rename(&temporary, path).map_err(|e| AppError::io(context(), e))
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        File::open(dir)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|e| KeyFileError::Io("syncing the directory", e))?;
+    }
+    Ok(())
+}
+
+/// Creates `path` for writing, failing if anything (even a dangling link)
+/// is there.
+fn create_exclusive(path: &Path) -> io::Result<File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
+/// Sets mode `0600` on the open file, whatever the umask left.
+fn restrict(file: &File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(fs::Permissions::from_mode(0o600))?;
+    }
+    #[cfg(not(unix))]
+    let _ = file;
+    Ok(())
+}
+
+fn write_ring(path: &Path, ring: &KeyRingFile) -> Result<(), AppError> {
+    write_key_file(path, ring).map_err(|e| AppError::KeyFile(path.to_owned(), e))
 }
 
 /// The keys a server loaded, for its log.
@@ -247,7 +441,8 @@ pub struct LoadedKeys {
 
 /// Loads the key ring from `key_file`, generating the file on first use.
 /// With `rotate`, a new current key is generated and the old ones kept
-/// after it.
+/// after it. A file that is a symbolic link, not private to its owner, or
+/// not in the key ring format is refused ([`AppError::KeyFile`]).
 pub fn load_key_ring(key_file: &Path, rotate: bool) -> Result<(KeyRing, LoadedKeys), AppError> {
     let (ring, generated) = match read_ring(key_file)? {
         None => {
@@ -268,12 +463,20 @@ pub fn load_key_ring(key_file: &Path, rotate: bool) -> Result<(KeyRing, LoadedKe
 }
 
 /// Notices when a key ring file changes, so that a running server takes up
-/// a fleet's new keys without a restart.
-#[derive(Debug)]
+/// a fleet's new keys without a restart. It keeps the contents last read
+/// (cleared when dropped, never in its `Debug` output) to compare.
 pub struct KeyRingWatcher {
     path: PathBuf,
     /// The contents last read, changed or not.
-    seen: Option<Vec<u8>>,
+    seen: Option<Zeroizing<Vec<u8>>>,
+}
+
+impl fmt::Debug for KeyRingWatcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyRingWatcher")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
 }
 
 impl KeyRingWatcher {
@@ -281,25 +484,34 @@ impl KeyRingWatcher {
     pub fn new(path: &Path) -> KeyRingWatcher {
         KeyRingWatcher {
             path: path.to_owned(),
-            seen: fs::read(path).ok(),
+            seen: read_key_file(path).ok().flatten(),
         }
     }
 
     /// The file's keys if it changed since the last look (an error when the
-    /// changed file is unusable: the server keeps the keys it has). A
-    /// missing file counts as unchanged. Reads a few hundred bytes: cheap
-    /// enough to call every second.
+    /// changed file is unusable or refused: the server keeps the keys it
+    /// has). A missing file counts as unchanged. Reads a few hundred bytes:
+    /// cheap enough to call every second.
     pub fn changed(&mut self) -> Option<Result<(KeyRing, LoadedKeys), AppError>> {
-        let contents = fs::read(&self.path).ok()?;
+        let refused = |error| AppError::KeyFile(self.path.clone(), error);
+        let contents = match read_key_file(&self.path) {
+            Ok(Some(contents)) => contents,
+            Ok(None) => return None,
+            // Reported once, until the file changes again.
+            Err(e) if self.seen.is_some() => {
+                self.seen = None;
+                return Some(Err(refused(e)));
+            }
+            Err(_) => return None,
+        };
         if self.seen.as_ref() == Some(&contents) {
             return None;
         }
-        self.seen = Some(contents.clone());
+        let parsed = KeyRingFile::parse(&contents);
+        self.seen = Some(contents);
         Some(
-            KeyRingFile::parse(&contents)
-                .map_err(|why| {
-                    AppError::Invalid(format!("key file {}: {why}", self.path.display()))
-                })
+            parsed
+                .map_err(refused)
                 .and_then(|ring| Ok((ring.key_ring()?, ring.loaded(false)))),
         )
     }
@@ -308,6 +520,8 @@ impl KeyRingWatcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
+    use std::os::unix::fs::{symlink, PermissionsExt};
 
     fn scratch_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("cr-apps-keys-{name}-{}", std::process::id()));
@@ -316,20 +530,84 @@ mod tests {
         dir
     }
 
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        fs::symlink_metadata(path)
+            .expect("metadata")
+            .permissions()
+            .mode()
+            & 0o7777
+    }
+
+    fn format_error(result: Result<KeyRingFile, KeyFileError>) -> String {
+        match result {
+            Err(KeyFileError::Format(why)) => why,
+            other => panic!("expected a format error, got {other:?}"),
+        }
+    }
+
     #[test]
-    fn parses_every_accepted_form() {
+    fn parses_the_one_key_format() {
         let hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-        let key = KeyMaterial::parse(format!("7:{hex}\n").as_bytes()).expect("id:hex");
-        assert_eq!((key.id, key.bytes[1]), (7, 0x11));
-        assert_eq!(KeyMaterial::parse(hex.as_bytes()).expect("hex").id, 0);
+        let key = KeyMaterial::parse(&format!(" 7:{hex}\n")).expect("id:hex");
+        assert_eq!((key.id, key.bytes[1], key.bytes[31]), (7, 0x11, 0xff));
+        assert_eq!(KeyMaterial::parse(&key.to_text()), Ok(key));
         assert_eq!(
-            KeyMaterial::parse(&[9u8; 32]).expect("raw").bytes,
-            [9u8; 32]
+            KeyMaterial::parse(&format!("7:{}", hex.to_uppercase())).map(|k| k.bytes[15]),
+            Ok(0xff)
         );
-        assert_eq!(KeyMaterial::parse(key.to_text().as_bytes()), Ok(key));
-        assert!(KeyMaterial::parse(b"300:00").is_err());
-        assert!(KeyMaterial::parse(b"abc").is_err());
-        assert!(KeyMaterial::parse(&[1u8; 31]).is_err());
+        assert_eq!(
+            KeyMaterial::parse(hex),
+            Err("not a key: a key line is `<id>:<64 hex digits>`".into())
+        );
+        assert_eq!(
+            KeyMaterial::parse(&format!("300:{hex}")),
+            Err("the key id is not a number from 0 to 255".into())
+        );
+        assert_eq!(
+            KeyMaterial::parse("1:00"),
+            Err("a key is 64 hex digits".into())
+        );
+        assert_eq!(
+            KeyMaterial::parse(&format!("1:{}", "zz".repeat(KEY_LEN))),
+            Err("a key holds hex digits only".into())
+        );
+        // A multi-byte character where a digit should be is refused, not
+        // sliced through.
+        assert_eq!(
+            KeyMaterial::parse(&format!("1:é{}", "0".repeat(2 * KEY_LEN - 2))),
+            Err("a key holds hex digits only".into())
+        );
+    }
+
+    #[test]
+    fn raw_bytes_and_passphrases_are_not_keys() {
+        // Any 32 bytes used to be taken as a raw key, a 32-character
+        // passphrase included.
+        let passphrase = b"correct horse battery staple 123";
+        assert_eq!(passphrase.len(), KEY_LEN);
+        assert_eq!(
+            format_error(KeyRingFile::parse(passphrase)),
+            "line 1: not a key: a key line is `<id>:<64 hex digits>`"
+        );
+        assert_eq!(
+            format_error(KeyRingFile::parse(&[0xa7; KEY_LEN])),
+            "not text: a key ring file has one `<id>:<64 hex digits>` line per key"
+        );
+        assert_eq!(
+            format_error(KeyRingFile::parse("ab".repeat(KEY_LEN).as_bytes())),
+            "line 1: not a key: a key line is `<id>:<64 hex digits>`"
+        );
+    }
+
+    #[test]
+    fn errors_never_quote_the_file() {
+        let line = format!("hunter2hunter2:{}", "ab".repeat(KEY_LEN));
+        let why = format_error(KeyRingFile::parse(line.as_bytes()));
+        assert_eq!(why, "line 1: the key id is not a number from 0 to 255");
+        let line = format!("1:{}hunter2!", "ab".repeat(KEY_LEN - 4));
+        let why = format_error(KeyRingFile::parse(line.as_bytes()));
+        assert_eq!(why, "line 1: a key holds hex digits only");
     }
 
     #[test]
@@ -354,6 +632,9 @@ mod tests {
         }
         let (_, after) = load_key_ring(&file, false).expect("reloaded after rotations");
         assert_eq!((after.current, after.previous), (5, vec![4, 3, 2]));
+        #[cfg(unix)]
+        assert_eq!(mode(&file), 0o600);
+        assert!(!dir.join("token.key.new").exists());
         fs::remove_dir_all(dir).ok();
     }
 
@@ -363,10 +644,9 @@ mod tests {
         let text = format!("# fleet keys\n2:{}\n\n  1:{}\n", hex(2), hex(1));
         let ring = KeyRingFile::parse(text.as_bytes()).expect("a ring");
         assert_eq!((ring.current(), ring.previous()), (2, vec![1]));
-        assert_eq!(KeyRingFile::parse(ring.to_text().as_bytes()), Ok(ring));
         assert_eq!(
-            KeyRingFile::parse(&[7u8; KEY_LEN]).map(|r| r.current()),
-            Ok(0)
+            KeyRingFile::parse(ring.to_text().as_bytes()).expect("its own text"),
+            ring
         );
     }
 
@@ -375,17 +655,141 @@ mod tests {
         let hex = "ab".repeat(KEY_LEN);
         let twice = format!("1:{hex}\n1:{hex}\n");
         assert_eq!(
-            KeyRingFile::parse(twice.as_bytes()),
-            Err("key id 1 appears twice".into())
+            format_error(KeyRingFile::parse(twice.as_bytes())),
+            "key id 1 appears twice"
         );
         let five: String = (0..5).map(|id| format!("{id}:{hex}\n")).collect();
-        assert!(KeyRingFile::parse(five.as_bytes())
-            .unwrap_err()
-            .starts_with("5 keys"));
-        assert_eq!(KeyRingFile::parse(b"# nothing\n"), Err("no key".into()));
-        assert!(KeyRingFile::parse(b"1:00\n")
-            .unwrap_err()
-            .starts_with("line 1:"));
+        assert_eq!(
+            format_error(KeyRingFile::parse(five.as_bytes())),
+            "5 keys; a ring holds the current key and at most 3 earlier ones"
+        );
+        assert_eq!(format_error(KeyRingFile::parse(b"# nothing\n")), "no key");
+        assert_eq!(
+            format_error(KeyRingFile::parse(b"# a comment\n1:00\n")),
+            "line 2: a key is 64 hex digits"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_key_file_open_to_group_or_others_is_refused() {
+        let dir = scratch_dir("mode");
+        let file = dir.join("token.key");
+        load_key_ring(&file, false).expect("generated");
+        for (loose, shown) in [(0o640, "0640"), (0o604, "0604"), (0o620, "0620")] {
+            fs::set_permissions(&file, fs::Permissions::from_mode(loose)).expect("chmod");
+            let error = load_key_ring(&file, false).expect_err("refused");
+            assert!(
+                matches!(&error, AppError::KeyFile(path, KeyFileError::Permissions(m)) if *path == file && *m == loose),
+                "{error:?}"
+            );
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "key file {}: has mode {shown}: group and others must have no access (chmod 600)",
+                    file.display()
+                )
+            );
+            // Refused for rotation too, and left as it was.
+            let before = fs::read(&file).expect("read");
+            assert!(load_key_ring(&file, true).is_err());
+            assert_eq!(fs::read(&file).expect("read"), before);
+        }
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o400)).expect("chmod");
+        load_key_ring(&file, false).expect("read-only for its owner is fine");
+        fs::remove_dir_all(dir).ok();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_key_file_reached_through_a_symlink_is_refused() {
+        let dir = scratch_dir("symlink");
+        let real = dir.join("real.key");
+        load_key_ring(&real, false).expect("generated");
+        let link = dir.join("token.key");
+        symlink(&real, &link).expect("symlink");
+        let error = load_key_ring(&link, false).expect_err("refused");
+        assert!(
+            matches!(&error, AppError::KeyFile(path, KeyFileError::Symlink) if *path == link),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "key file {}: is a symbolic link; name the key file itself",
+                link.display()
+            )
+        );
+        // A dangling link is refused too, not taken for a first run.
+        let dangling = dir.join("dangling.key");
+        symlink(dir.join("nowhere"), &dangling).expect("symlink");
+        assert!(matches!(
+            load_key_ring(&dangling, false),
+            Err(AppError::KeyFile(_, KeyFileError::Symlink))
+        ));
+        assert!(!dir.join("nowhere").exists());
+        // A directory is not a key file.
+        assert!(matches!(
+            load_key_ring(&dir, false),
+            Err(AppError::KeyFile(_, KeyFileError::NotAFile))
+        ));
+        fs::remove_dir_all(dir).ok();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_temporary_file_neither_receives_the_key_nor_lends_its_mode() {
+        let dir = scratch_dir("planted");
+        let file = dir.join("token.key");
+        // A link where the temporary file goes: writing through it would
+        // put the new key wherever it points.
+        let elsewhere = dir.join("elsewhere");
+        fs::write(&elsewhere, "not yours").expect("write");
+        symlink(&elsewhere, dir.join("token.key.new")).expect("symlink");
+        load_key_ring(&file, false).expect("generated");
+        assert_eq!(fs::read(&elsewhere).expect("read"), b"not yours");
+        assert_eq!(mode(&file), 0o600);
+        assert!(fs::symlink_metadata(&file).expect("file").is_file());
+
+        // A world-readable file left there: its mode does not carry over.
+        let temporary = dir.join("token.key.new");
+        fs::write(&temporary, "leftover").expect("write");
+        fs::set_permissions(&temporary, fs::Permissions::from_mode(0o644)).expect("chmod");
+        load_key_ring(&file, true).expect("rotated");
+        assert_eq!(mode(&file), 0o600);
+        assert!(!temporary.exists());
+        fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn no_debug_output_shows_key_bytes() {
+        let dir = scratch_dir("debug");
+        let file = dir.join("token.key");
+        let key = KeyMaterial {
+            id: 1,
+            bytes: [0xa7; KEY_LEN],
+        };
+        let ring = KeyRingFile {
+            keys: vec![key.clone()],
+        };
+        write_key_file(&file, &ring).expect("written");
+        let watcher = KeyRingWatcher::new(&file);
+        let (keys, loaded) = load_key_ring(&file, false).expect("loaded");
+        let broken = KeyRingFile::parse(format!("1:{}zz", "a7".repeat(KEY_LEN - 1)).as_bytes());
+        let outputs = [
+            format!("{key:?} {key:#?}"),
+            format!("{ring:?} {ring:#?}"),
+            format!("{watcher:?} {watcher:#?}"),
+            format!("{keys:?} {loaded:?}"),
+            format!("{broken:?}"),
+        ];
+        for output in outputs {
+            // The bytes in hex (either case) or as decimal numbers.
+            for secret in ["a7a7", "A7A7", "167"] {
+                assert!(!output.contains(secret), "{output}");
+            }
+        }
+        fs::remove_dir_all(dir).ok();
     }
 
     #[test]
@@ -406,6 +810,25 @@ mod tests {
         assert!(watcher.changed().is_none());
         fs::remove_file(&file).expect("remove");
         assert!(watcher.changed().is_none());
+        fs::remove_dir_all(dir).ok();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_watcher_reports_a_file_opened_to_others_once_and_takes_it_back_when_fixed() {
+        let dir = scratch_dir("watch-mode");
+        let file = dir.join("token.key");
+        load_key_ring(&file, false).expect("generated");
+        let mut watcher = KeyRingWatcher::new(&file);
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).expect("chmod");
+        assert!(matches!(
+            watcher.changed(),
+            Some(Err(AppError::KeyFile(_, KeyFileError::Permissions(0o644))))
+        ));
+        assert!(watcher.changed().is_none());
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).expect("chmod");
+        let (_, loaded) = watcher.changed().expect("a change").expect("usable");
+        assert_eq!(loaded.current, 0);
         fs::remove_dir_all(dir).ok();
     }
 }

@@ -288,7 +288,7 @@ fn a_changed_key_ring_file_takes_effect_without_a_restart() {
     // Step 1 of a fleet rotation: a new key goes first and seals; the
     // first key, now second, still opens what it sealed.
     let next = KeyMaterial::generate(7).expect("key").to_text();
-    std::fs::write(&keys, format!("{next}{first}")).expect("ring");
+    std::fs::write(&keys, format!("{}{first}", next.as_str())).expect("ring");
     reread();
     fetch(front.local_addr(), &tokens);
     let line = next_line(&a);

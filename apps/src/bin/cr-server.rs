@@ -33,7 +33,8 @@ struct Args {
     /// Token key ring file: one `<id>:<64 hex digits>` per line, the key
     /// sealing new tokens first, earlier keys still accepted after it;
     /// generated when absent, reread every second while serving (share it
-    /// across a fleet).
+    /// across a fleet). Refused when it is a symbolic link or group or
+    /// others may access it (chmod 600).
     #[arg(long, default_value = "cr-server.key")]
     token_key: PathBuf,
     /// Rotate the token key before starting: a new key goes first and seals
