@@ -13,7 +13,7 @@
 //!
 //! Upstream's loop writes to streams only after a `recv` and sends every
 //! packet at once (it ignores quiche's pacing hints): the test shows the
-//! jump is filled all the same (quiche patch 0023) and that a path with a
+//! jump is filled all the same (quiche patch 0020) and that a path with a
 //! queue of one BDP absorbs the unpaced jump.
 
 mod support;

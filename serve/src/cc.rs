@@ -46,7 +46,7 @@ impl CongestionControl {
 /// Startup and ignores it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum SlowStart {
-    /// SEARCH (draft-chung-ccwg-search, quiche patch 0025) beside
+    /// SEARCH (draft-chung-ccwg-search, quiche patch 0022) beside
     /// HyStart++: slow start ends when deliveries stop keeping up with what
     /// was sent one round trip earlier, at any RTT, and slows down when the
     /// RTT rises. Alone on a path SEARCH ends it before a queue of one BDP

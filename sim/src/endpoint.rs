@@ -100,7 +100,7 @@ fn base_config(settings: &EndpointSettings) -> Result<quiche::Config, SimError> 
     config.set_cc_algorithm(settings.cc.algorithm());
     settings.slow_start.apply(&mut config);
     config.enable_silly_window_avoidance(!settings.small_packets);
-    // BBR2 paces its initial window at Startup's gain (patch 0020).
+    // BBR2 paces its initial window at Startup's gain (patch 0018).
     config.enable_bbr_initial_pacing_gain(true);
     // GREASE draws random values of random encoded length, which would make
     // packet sizes, and so timings, differ between runs of the same seed.

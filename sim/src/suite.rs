@@ -244,7 +244,7 @@ pub fn small_requests() -> Case {
 pub const BBR2_SWEEP_RTTS_MS: [u64; 6] = [50, 200, 400, 600, 800, 1000];
 
 /// BBR2 on long paths: 3 MB at 20 Mbit/s over RTTs from 50 ms to 1 s.
-/// Without quiche patch 0013 BBR2's first connection collapses above
+/// Without quiche patch 0011 BBR2's first connection collapses above
 /// 400 ms (22.8 s at 600 ms); with it, it stays within 1.2 x an ideal slow
 /// start.
 pub fn bbr2_sweep() -> Vec<Case> {

@@ -103,7 +103,7 @@ fn loss_window_at_the_start_delays_the_download() {
 /// Half of the first 1.5 s lost: with these seeds an HTTP/3 control or
 /// QPACK stream's first bytes were lost, queued again, then acknowledged
 /// in a probe's copy before they went out, and (quiche 0.30.0's bug, patch
-/// 0028) that stream then held the response back until both idle timeouts:
+/// 0025) that stream then held the response back until both idle timeouts:
 /// the simulation ran out of events at about 66 s. Both downloads must
 /// finish within seconds.
 #[test]
@@ -186,7 +186,7 @@ fn same_seed_same_report() {
 
 /// Wall time of the performance case: 10 MiB at 10 Mbit/s and
 /// 600 ms, both connections of the session (target: under 1 s, release
-/// build). Measured: 0.70 s for the session once quiche patch 0011 made
+/// build). Measured: 0.70 s for the session once quiche patch 0009 made
 /// `SendBuf::emit` linear after retransmissions (3.1 s before it). The bound
 /// leaves room for a loaded machine (the test shares two cores with the rest
 /// of the suite) while still catching a return of the quadratic walk.

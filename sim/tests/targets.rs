@@ -173,7 +173,7 @@ fn a_jump_that_overshoots_retreats_and_is_not_handed_on() {
     assert!(r <= 1.1 * b, "resumed {r} s, baseline {b} s");
 }
 
-/// BBR2 resuming by RFC 9959's appendix (quiche patches 0020 and 0021), in
+/// BBR2 resuming by RFC 9959's appendix (quiche patches 0018 and 0019), in
 /// the suite's cases. Measured: 10 MB at 20 Mbit/s and 600 ms
 /// resumed in 5.899 s, 1.13 x the limit (the first 10.07 s, 1.94 x); 1 MiB
 /// at 10 Mbit/s and 600 ms 1.89 x faster than the first (2.958 s against
@@ -270,7 +270,7 @@ fn a_resumed_connection_does_not_jump_into_a_long_downloads_queue() {
 /// token moved where its slow start overshot).
 /// `capacity-drop` (10 then 3 Mbit/s) loses 1.13 x (829 against 734) and
 /// finishes in 0.90 x the time: slow start ends at the capacity the jump's
-/// ACKs showed (patch 0019; 1.60 x before), and the losses come later, in
+/// ACKs showed (patch 0017; 1.60 x before), and the losses come later, in
 /// congestion avoidance, from 4 s to the end. With HyStart++ alone the
 /// baseline lost 809 (1.02 x); SEARCH spares it part of its overshoot.
 /// Across RTTs of 700-900 ms the ratio is 0.49-1.49 x (median 1.13 x;
@@ -565,7 +565,7 @@ fn ideal_slow_start_s(scenario: &Scenario) -> f64 {
 /// BBR2 first connections on long paths: 3 MB at 20 Mbit/s from 50 ms to
 /// 1 s ([`suite::bbr2_sweep`]), and 10 MiB at 600 ms.
 ///
-/// Without quiche patch 0013, BBR2's min RTT keeps quiche's 333 ms initial
+/// Without quiche patch 0011, BBR2's min RTT keeps quiche's 333 ms initial
 /// RTT for 10 s and the first connection collapses: 3 MB takes 5.23 s at
 /// 400 ms (1.27 x the ideal slow start of [`ideal_slow_start_s`]), 22.79 s
 /// at 600 ms (3.85 x), and 10 MiB at 600 ms 28.56 s (3.21 x). With it:

@@ -311,7 +311,11 @@ fn rtt_exceeded_ends_unvalidated_through_quiche() {
         for delay in [Duration::ZERO, Duration::from_millis(20)] {
             let mut path = Path::resuming(cc);
             let (initial, jump) = path.request(RESPONSE, RTT);
-            assert_eq!(path.phase(), Phase::Unvalidated, "{cc:?}");
+            // The jump is made, and in flight.
+            assert!(
+                matches!(path.phase(), Phase::Unvalidated | Phase::Validating),
+                "{cc:?}"
+            );
             assert!(bytes(&jump) < JUMP - MSS, "the window never fills");
             // The jump's packets are delayed longer: the ACK covers the
             // initial window only.
@@ -792,5 +796,75 @@ fn bbr2_rtt_exceeded_ends_the_probing_round_through_quiche() {
             "normal",
             "last_unvalidated_packet_acknowledged"
         )]
+    );
+}
+
+/// What a resumed server sent while in Safe Retreat, the window Safe Retreat
+/// froze, and the bytes acknowledged since it began. The jump's first packet is
+/// lost, with most of a 1 MB response still queued; the rest of the jump,
+/// and whatever the server sends meanwhile, is acknowledged ten packets at a
+/// time until Safe Retreat ends.
+fn sent_in_safe_retreat(cc: Cc) -> (Vec<Sent>, u64, u64) {
+    let mut path = Path::resuming(cc);
+    let (initial, jump) = path.request(1_000_000, RTT);
+    // The jump is made, and in flight.
+    assert!(
+        matches!(path.phase(), Phase::Unvalidated | Phase::Validating),
+        "{cc:?}"
+    );
+
+    let arrived = [&initial[..], &jump[1..10]].concat();
+    let mut unacked = path.round_trip(&arrived, RTT / 2, RTT / 2);
+    unacked.extend_from_slice(&jump[10..]);
+    let changes = path.changes();
+    let retreat = changes.last().expect("a phase change");
+    assert_eq!(retreat.new.as_str(), "safe_retreat", "{cc:?}");
+    let frozen = retreat.state_data.congestion_window.expect("window");
+
+    let mut in_retreat = unacked.clone();
+    in_retreat.retain(|sent| sent.phase == Some(Phase::SafeRetreat));
+    let mut acked = bytes(&arrived);
+    while path.phase() == Phase::SafeRetreat {
+        // Less than the response has left: the rest is queued.
+        let sent_so_far = bytes(&initial) + bytes(&jump) + bytes(&in_retreat);
+        assert!(sent_so_far < path.body.len() as u64, "{cc:?}: nothing left");
+        let chunk: Vec<Sent> = unacked.drain(..10.min(unacked.len())).collect();
+        assert!(!chunk.is_empty(), "{cc:?}: Safe Retreat outlived the jump");
+        acked += bytes(&chunk);
+        let sent = path.round_trip(&chunk, RTT / 2, RTT / 2);
+        in_retreat.extend(
+            sent.iter()
+                .filter(|sent| sent.phase == Some(Phase::SafeRetreat))
+                .cloned(),
+        );
+        unacked.extend(sent);
+    }
+    (in_retreat, frozen, acked)
+}
+
+/// RFC 9959, 4.8: Safe Retreat holds the window it set while the queue the
+/// jump built drains: no growth, and no Proportional Rate Reduction credit
+/// (CUBIC's PRR sent 14 datagrams beyond the frozen window). Reno and CUBIC
+/// send no more than that window in all of Safe Retreat, with most of the
+/// response still queued; BBR2 (Drain, RFC 9959's appendix) sends less than
+/// was acknowledged since the retreat began: what is in flight only shrinks.
+#[test]
+fn safe_retreat_sends_no_more_than_its_frozen_window_with_data_queued_through_quiche() {
+    for cc in [Cc::Reno, Cc::CUBIC] {
+        let (sent, frozen, _) = sent_in_safe_retreat(cc);
+        assert_eq!(frozen, retreat_window(IW), "{cc:?}");
+        assert!(
+            bytes(&sent) <= frozen,
+            "{cc:?}: {} bytes sent",
+            bytes(&sent)
+        );
+    }
+
+    let (sent, _, acked) = sent_in_safe_retreat(Cc::Bbr2Gcongestion);
+    assert!(acked > 0);
+    assert!(
+        bytes(&sent) < acked,
+        "{} sent, {acked} acknowledged",
+        bytes(&sent)
     );
 }

@@ -7,7 +7,7 @@
 //! [`ApplicationOverQuic`] trait. [`CarefulResumeApp`] wraps any such
 //! application (tokio-quiche's HTTP/3 driver, or your own): when the
 //! connection is established it reads the token of the client's first
-//! Initial (`Connection::initial_token()`, quiche-cr's patch 0015),
+//! Initial (`Connection::initial_token()`, quiche-cr's patch 0013),
 //! validates it, claims its saved set in the guard and starts Careful
 //! Resume; as the connection runs it sends BDP tokens with NEW_TOKEN, with
 //! exactly the lifecycle of [`cr_endpoint::ResumeServer`] (which it drives:
