@@ -160,9 +160,27 @@ export_series() {
     echo "quiche fork: exported $(ls "$patches"/*.patch 2>/dev/null | wc -l) patches to quiche/patches/; commit them" >&2
 }
 
+# Every reading of the time in quiche goes through `clock::now()`, so that the virtual clock
+# governs all of it: a call of `Instant::now()` outside src/clock.rs (a new one from upstream,
+# say) would bypass it silently. Test code is exempt: test files, and everything after a file's
+# first top-level `#[cfg(test)]` or `#[cfg(all(test, ...))]`; comments too.
+check_clock() {
+    local hits
+    hits=$(cd "$patched" && find src -name '*.rs' ! -name clock.rs ! -name tests.rs \
+        ! -name test_utils.rs ! -name '*_tests.rs' ! -name test_sender.rs -print0 |
+        xargs -0 awk '
+            FNR == 1 { in_tests = 0 }
+            /^#\[cfg\((all\()?test/ { in_tests = 1 }
+            !in_tests && /Instant::now\(\)/ && $0 !~ /^[[:space:]]*\/\// { print FILENAME ":" FNR ": " $0 }')
+    [ -z "$hits" ] ||
+        die "Instant::now() outside quiche's clock module (use crate::clock::now()):
+$hits"
+}
+
 check() {
     materialise
     fetch_release
+    check_clock
     if [ -n "$(g status --porcelain)" ]; then
         die "quiche/patched/ has uncommitted changes. Commit them inside quiche/patched/, then run make quiche-export and commit quiche/patches/."
     fi
