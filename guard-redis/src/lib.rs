@@ -20,17 +20,24 @@
 //!
 //! [`RedisGuard::start_claim`](TokenGuard::start_claim) never blocks: it
 //! queues the claim (or, when the queue is full, answers
-//! [`ClaimOutcome::Unavailable`] at once) and returns a [`Claim`]; records,
-//! releases and revocations are queued the same way and answer nothing.
-//! The worker drains everything queued and sends it as one pipeline, in the
-//! order it was queued. The script's reply `granted`, `taken`, `superseded`
-//! or `revoked` answers a claim; anything else (an error reply, another
-//! type, bytes that are not Redis protocol, no reply before the claim's
-//! deadline, a broken connection) answers [`ClaimOutcome::Unavailable`]. A
-//! revocation that could not be delivered is tried again with the next
-//! batch until its set expires: a retreated set must not come back. The key
-//! is derived only from the Remote Endpoint and the set, which the server
+//! [`ClaimOutcome::Unavailable`] at once) and returns a [`Claim`]; records
+//! and releases are queued the same way and answer nothing. The worker
+//! drains everything queued and sends it as one pipeline, in the order it
+//! was queued. The script's reply `granted`, `taken`, `superseded` or
+//! `revoked` answers a claim; anything else (an error reply, another type,
+//! bytes that are not Redis protocol, no reply before the claim's deadline,
+//! a broken connection) answers [`ClaimOutcome::Unavailable`]. The key is
+//! derived only from the Remote Endpoint and the set, which the server
 //! read from a token it authenticated, never from bytes off the network.
+//!
+//! Revocations are never dropped. [`TokenGuard::revoke`] hands them to a
+//! list of their own, unbounded (a revocation follows a Safe Retreat, which
+//! is rare) and sent ahead of the queue; one Redis did not take is sent
+//! again every [`RedisGuardConfig::reconnect_backoff`] until Redis takes it
+//! or its set expires: a retreated set must not come back. While any wait,
+//! the worker logs at error level (when they start waiting, then every ten
+//! seconds) and [`RedisGuard::pending_revocations`] counts them; dropping
+//! the guard makes one last attempt within a claim timeout.
 //!
 //! Each claim has a deadline, [`RedisGuardConfig::claim_timeout`] after it
 //! was started; the socket's connect, read and write timeouts never exceed
@@ -69,6 +76,14 @@
 //!   for whatever reason, does not resume from the set (fail closed); a
 //!   claim answered [`ClaimOutcome::Unavailable`] after Redis recorded it
 //!   (e.g. its reply came too late) uses up the set without resuming.
+//! - **Eviction.** A Redis whose `maxmemory-policy` evicts keys
+//!   (`allkeys-lru`, `volatile-ttl`, ...) may drop a record under memory
+//!   pressure, and with it a claim or a revocation: a retreated set could
+//!   resume again. Run the guard's Redis with `maxmemory-policy noeviction`
+//!   (Redis's default): when it is full, writes fail, claims are refused and
+//!   revocations wait, which is safe. The guard reads the policy each time
+//!   it connects ([`RedisGuard::eviction_policy`]) and logs a warning when
+//!   it is anything else or cannot be read (`CONFIG` disabled).
 //!
 //! Keys with the configured prefix belong to the guard: share the prefix
 //! across the fleet, and give another deployment sharing the same Redis
@@ -77,9 +92,9 @@
 use std::fmt;
 use std::io::{self, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -197,6 +212,49 @@ end
 return 'ok'
 "#;
 
+/// How often the worker repeats its error line while revocations wait.
+const REVOCATION_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The only `maxmemory-policy` under which Redis never drops a record.
+const NO_EVICTION: &str = "noeviction";
+
+/// What the worker receives.
+enum Job {
+    /// A claim, record or release.
+    Request(Request),
+    /// Revocations were added to [`Shared::revocations`].
+    Revocations,
+}
+
+/// What the guard and its worker share.
+#[derive(Default)]
+struct Shared {
+    stopping: AtomicBool,
+    /// Revocations handed over by [`TokenGuard::revoke`], not yet taken by
+    /// the worker.
+    revocations: Mutex<Vec<Request>>,
+    /// Revocations Redis has not taken yet (handed over, waiting for a
+    /// retry or on their way), their sets not expired.
+    pending_revocations: AtomicUsize,
+    /// The `maxmemory-policy` read on the last connection.
+    eviction_policy: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn revocations(&self) -> MutexGuard<'_, Vec<Request>> {
+        // A panic elsewhere while holding it leaves a list still usable.
+        self.revocations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn eviction_policy(&self) -> MutexGuard<'_, Option<String>> {
+        self.eviction_policy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// An operation on its way to the worker.
 struct Request {
     set: SavedSet,
@@ -244,8 +302,8 @@ impl Request {
 /// the guard stops and joins the worker; claims still waiting are answered
 /// [`ClaimOutcome::Unavailable`].
 pub struct RedisGuard {
-    queue: Option<SyncSender<Request>>,
-    stopping: Arc<AtomicBool>,
+    queue: Option<SyncSender<Job>>,
+    shared: Arc<Shared>,
     worker: Option<JoinHandle<()>>,
     claim_timeout: Duration,
 }
@@ -277,17 +335,19 @@ impl RedisGuard {
         }
         let target = Target::from_url(url)?;
         let (queue, requests) = mpsc::sync_channel(config.queue_bound);
-        let stopping = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared::default());
         let claim_timeout = config.claim_timeout;
         let mut worker = Worker {
             target,
             config,
             connection: None,
             retry_at: None,
-            stopping: stopping.clone(),
+            shared: shared.clone(),
             keys: String::new(),
             revocations: Vec::new(),
             failing: false,
+            revocations_logged: None,
+            policy_logged: None,
         };
         let worker = std::thread::Builder::new()
             .name("cr-guard-redis".to_owned())
@@ -295,7 +355,7 @@ impl RedisGuard {
             .map_err(Error::Spawn)?;
         Ok(RedisGuard {
             queue: Some(queue),
-            stopping,
+            shared,
             worker: Some(worker),
             claim_timeout,
         })
@@ -305,30 +365,45 @@ impl RedisGuard {
     pub fn claim_timeout(&self) -> Duration {
         self.claim_timeout
     }
+
+    /// Revocations Redis has not taken yet, of sets not expired: each is
+    /// sent again until Redis takes it. Non-zero for longer than an outage
+    /// of Redis means Redis refuses them (e.g. it is out of memory).
+    pub fn pending_revocations(&self) -> usize {
+        self.shared.pending_revocations.load(Ordering::Acquire)
+    }
+
+    /// Redis's `maxmemory-policy`, as read when the guard last connected:
+    /// `None` before the first connection or when Redis would not tell
+    /// (`CONFIG` renamed or not permitted). Anything but `noeviction` lets
+    /// Redis drop records, revocations included (see the crate docs).
+    pub fn eviction_policy(&self) -> Option<String> {
+        self.shared.eviction_policy().clone()
+    }
 }
 
 impl RedisGuard {
-    /// Queues `op` on `set` without blocking; a request that cannot be
-    /// queued is handed back.
-    fn queue(&self, set: &SavedSet, now: SystemTime, op: Op) -> Result<(), Op> {
+    /// Queues `op` on `set` without blocking; false when it cannot be
+    /// queued (the set has expired, the queue is full, the guard is
+    /// stopping). A claim not queued is dropped, which answers it
+    /// [`ClaimOutcome::Unavailable`].
+    fn queue(&self, set: &SavedSet, now: SystemTime, op: Op) -> bool {
         let Some(expiry_ms) = unix_ms(set.expiry).filter(|_| set.expiry > now) else {
-            return Err(op);
+            return false;
         };
         let Some(queue) = &self.queue else {
-            return Err(op);
+            return false;
         };
         let request = Request {
             set: *set,
             expiry_ms,
             op,
         };
-        queue.try_send(request).map_err(|e| match e {
-            TrySendError::Full(r) | TrySendError::Disconnected(r) => r.op,
-        })
+        queue.try_send(Job::Request(request)).is_ok()
     }
 
     fn write(&self, set: &SavedSet, now: SystemTime, event: SetEvent) {
-        if self.queue(set, now, Op::Write(event)).is_err() {
+        if !self.queue(set, now, Op::Write(event)) {
             log::debug!("Redis guard: queue full, {event:?} of a saved set dropped");
         }
     }
@@ -345,9 +420,7 @@ impl TokenGuard for RedisGuard {
             deadline: Instant::now() + self.claim_timeout,
             answer,
         };
-        if let Err(Op::Claim { answer, .. }) = self.queue(set, now, op) {
-            answer.answer(ClaimOutcome::Unavailable);
-        }
+        self.queue(set, now, op);
         claim
     }
 
@@ -359,21 +432,48 @@ impl TokenGuard for RedisGuard {
         self.write(set, now, SetEvent::Released);
     }
 
+    /// Hands the revocation to the worker, which sends it until Redis
+    /// takes it or the set expires: never dropped, never blocking (see
+    /// [`RedisGuard::pending_revocations`]). A set expired already needs
+    /// none: nothing accepts it.
     fn revoke(&self, set: &SavedSet, now: SystemTime) {
-        self.write(set, now, SetEvent::Revoked);
+        let Some(expiry_ms) = unix_ms(set.expiry).filter(|_| set.expiry > now) else {
+            return;
+        };
+        let Some(queue) = &self.queue else {
+            return;
+        };
+        self.shared.revocations().push(Request {
+            set: *set,
+            expiry_ms,
+            op: Op::Write(SetEvent::Revoked),
+        });
+        self.shared
+            .pending_revocations
+            .fetch_add(1, Ordering::AcqRel);
+        // Wakes the worker; when the queue is full, the worker is awake and
+        // takes the list with its next batch.
+        let _ = queue.try_send(Job::Revocations);
     }
 }
 
 impl Drop for RedisGuard {
     fn drop(&mut self) {
-        self.stopping.store(true, Ordering::Release);
+        self.shared.stopping.store(true, Ordering::Release);
         // Closing the queue wakes the worker; it answers what is left
-        // Unavailable and returns (within one claim timeout if it is
-        // waiting for Redis).
+        // Unavailable, tries its revocations once more and returns (within
+        // about two claim timeouts if it is waiting for Redis).
         self.queue = None;
         if let Some(worker) = self.worker.take() {
             // A worker that panicked has dropped (so answered) its claims.
             let _ = worker.join();
+        }
+        let lost = self.pending_revocations();
+        if lost > 0 {
+            log::error!(
+                "Redis guard stopped with {lost} revocation(s) of retreated saved sets \
+                 not delivered: other servers may resume from those sets"
+            );
         }
     }
 }
@@ -409,7 +509,7 @@ struct Worker {
     connection: Option<Connection>,
     /// While set and in the future, claims are refused without trying.
     retry_at: Option<Instant>,
-    stopping: Arc<AtomicBool>,
+    shared: Arc<Shared>,
     /// Scratch space for formatting keys.
     keys: String,
     /// Revocations not delivered yet, tried again with the next batch.
@@ -417,48 +517,114 @@ struct Worker {
     /// Whether the last attempt failed: an outage is logged once when it
     /// starts and once when it ends, never per claim.
     failing: bool,
+    /// When waiting revocations were last logged, while any wait.
+    revocations_logged: Option<Instant>,
+    /// The eviction policy last logged about, so that each connection does
+    /// not repeat it.
+    policy_logged: Option<Option<String>>,
 }
 
 impl Worker {
-    fn run(&mut self, requests: Receiver<Request>) {
+    fn run(&mut self, requests: Receiver<Job>) {
         // Connect before the first claim arrives, so that it does not pay
         // for the handshake.
         self.ensure_connection(Instant::now() + self.config.claim_timeout);
         let mut batch = Vec::with_capacity(self.config.queue_bound.min(1024));
         loop {
             // A connection that died while idle shows on the next batch.
-            // Revocations waiting to be delivered wake the worker after the
-            // backoff.
-            let first = if self.revocations.is_empty() {
-                requests.recv().ok()
+            // Revocations handed over go at once; revocations waiting to be
+            // delivered wake the worker after the backoff.
+            let handed_over = !self.shared.revocations().is_empty();
+            let first = if handed_over {
+                match requests.try_recv() {
+                    Ok(job) => Some(job),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => break,
+                }
+            } else if self.revocations.is_empty() {
+                match requests.recv() {
+                    Ok(job) => Some(job),
+                    Err(_) => break,
+                }
             } else {
                 match requests.recv_timeout(self.config.reconnect_backoff) {
-                    Ok(r) => Some(r),
+                    Ok(job) => Some(job),
                     Err(mpsc::RecvTimeoutError::Timeout) => None,
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 }
             };
-            if first.is_none() && self.revocations.is_empty() {
-                return;
+            self.take_revocations();
+            batch.append(&mut self.revocations);
+            if let Some(Job::Request(r)) = first {
+                batch.push(r);
             }
-            let now = SystemTime::now();
-            batch.extend(
-                self.revocations
-                    .drain(..)
-                    .filter(|r| unix_ms(now).is_some_and(|ms| ms < r.expiry_ms)),
-            );
-            batch.extend(first);
             while batch.len() < self.config.queue_bound {
                 match requests.try_recv() {
-                    Ok(r) => batch.push(r),
+                    Ok(Job::Request(r)) => batch.push(r),
+                    Ok(Job::Revocations) => {}
                     Err(_) => break,
                 }
             }
-            if self.stopping.load(Ordering::Acquire) {
-                answer_all(&mut batch, ClaimOutcome::Unavailable);
-                continue;
+            if self.shared.stopping.load(Ordering::Acquire) {
+                self.give_up(&mut batch);
+            } else {
+                self.serve(&mut batch);
             }
+            self.log_revocations();
+        }
+        // The guard is gone: one last try for the revocations still
+        // waiting, within a claim timeout.
+        self.take_revocations();
+        if !self.revocations.is_empty() {
+            self.retry_at = None;
+            let mut batch = std::mem::take(&mut self.revocations);
             self.serve(&mut batch);
+        }
+    }
+
+    /// Moves the revocations handed over into the worker's own list, and
+    /// forgets those whose sets have expired (nothing accepts them now).
+    fn take_revocations(&mut self) {
+        let handed_over = std::mem::take(&mut *self.shared.revocations());
+        self.revocations.extend(handed_over);
+        let now = unix_ms(SystemTime::now()).unwrap_or(0);
+        let before = self.revocations.len();
+        self.revocations.retain(|r| now < r.expiry_ms);
+        self.delivered(before - self.revocations.len());
+    }
+
+    /// Counts `n` revocations as no longer waiting.
+    fn delivered(&self, n: usize) {
+        if n > 0 {
+            self.shared
+                .pending_revocations
+                .fetch_sub(n, Ordering::AcqRel);
+        }
+    }
+
+    /// Logs at error level while revocations wait (when they start, then
+    /// every [`REVOCATION_LOG_INTERVAL`]), and once when none is left.
+    fn log_revocations(&mut self) {
+        let waiting = self.revocations.len();
+        let (host, port) = (&self.target.host, self.target.port);
+        if waiting == 0 {
+            if self.revocations_logged.take().is_some() {
+                log::info!("Redis guard {host}:{port}: every waiting revocation delivered");
+            }
+            return;
+        }
+        let now = Instant::now();
+        if self
+            .revocations_logged
+            .is_none_or(|at| now.duration_since(at) >= REVOCATION_LOG_INTERVAL)
+        {
+            self.revocations_logged = Some(now);
+            log::error!(
+                "Redis guard {host}:{port}: {waiting} revocation(s) of retreated saved sets \
+                 not delivered yet, sent again every {:?} until Redis takes them; until \
+                 then other servers may resume from those sets",
+                self.config.reconnect_backoff
+            );
         }
     }
 
@@ -520,6 +686,9 @@ impl Worker {
                     continue;
                 }
             }
+            if request.is_revocation() {
+                self.delivered(1);
+            }
             let in_time = request
                 .deadline()
                 .is_none_or(|deadline| answered < deadline);
@@ -538,11 +707,11 @@ impl Worker {
         self.give_up(batch);
     }
 
-    /// Answers the claims of `batch` Unavailable and keeps its revocations
-    /// for the next attempt (at most a queue's worth), leaving it empty.
+    /// Answers the claims of `batch` Unavailable and keeps its revocations,
+    /// every one, for the next attempt, leaving it empty.
     fn give_up(&mut self, batch: &mut Vec<Request>) {
         for request in batch.drain(..) {
-            if request.is_revocation() && self.revocations.len() < self.config.queue_bound {
+            if request.is_revocation() {
                 self.revocations.push(request);
             } else {
                 request.answer(ClaimOutcome::Unavailable);
@@ -588,6 +757,7 @@ impl Worker {
         let deadline = deadline.min(Instant::now() + self.config.claim_timeout);
         match Connection::open(&self.target, deadline) {
             Ok(connection) => {
+                self.check_eviction_policy(&connection);
                 self.connection = Some(connection);
                 self.retry_at = None;
                 if std::mem::take(&mut self.failing) {
@@ -606,6 +776,31 @@ impl Worker {
         }
     }
 
+    /// Publishes the connection's eviction policy, and warns (once per
+    /// policy seen) when Redis may evict the guard's records.
+    fn check_eviction_policy(&mut self, connection: &Connection) {
+        let policy = connection.eviction_policy.clone();
+        self.shared.eviction_policy().clone_from(&policy);
+        if self.policy_logged.as_ref() == Some(&policy) {
+            return;
+        }
+        let (host, port) = (&self.target.host, self.target.port);
+        match &policy {
+            Some(p) if p == NO_EVICTION => {}
+            Some(p) => log::warn!(
+                "Redis guard {host}:{port}: maxmemory-policy is {p}: Redis may evict the \
+                 guard's records, and a revocation lost so lets a retreated set resume \
+                 again; set maxmemory-policy {NO_EVICTION}"
+            ),
+            None => log::warn!(
+                "Redis guard {host}:{port}: cannot read maxmemory-policy (CONFIG GET \
+                 refused); make sure it is {NO_EVICTION}, or Redis may evict the guard's \
+                 records and let a retreated set resume again"
+            ),
+        }
+        self.policy_logged = Some(policy);
+    }
+
     /// Drops the connection and backs off.
     fn fail(&mut self) {
         if !std::mem::replace(&mut self.failing, true) {
@@ -621,9 +816,15 @@ impl Worker {
     }
 }
 
-fn answer_all(batch: &mut Vec<Request>, outcome: ClaimOutcome) {
-    for r in batch.drain(..) {
-        r.answer(outcome);
+/// The value of a `CONFIG GET` reply for one parameter (`[name, value]`);
+/// `None` for anything else (an error when `CONFIG` is disabled).
+fn config_value(reply: &Value) -> Option<String> {
+    let Value::Array(pair) = reply else {
+        return None;
+    };
+    match pair.as_slice() {
+        [_, Value::BulkString(value)] => String::from_utf8(value.clone()).ok(),
+        _ => None,
     }
 }
 
@@ -697,6 +898,8 @@ struct Connection {
     /// The SHA-1 Redis gave [`SCRIPT`] when it was loaded on this
     /// connection.
     script: String,
+    /// Redis's `maxmemory-policy`, if it would say.
+    eviction_policy: Option<String>,
 }
 
 impl Connection {
@@ -718,6 +921,7 @@ impl Connection {
                 stream,
                 parser: Parser::new(),
                 script: String::new(),
+                eviction_policy: None,
             };
             connection.setup(target, deadline)?;
             return Ok(connection);
@@ -725,7 +929,8 @@ impl Connection {
         Err(last)
     }
 
-    /// Authenticates, selects the database and loads [`SCRIPT`].
+    /// Authenticates, selects the database, reads the eviction policy and
+    /// loads [`SCRIPT`].
     fn setup(&mut self, target: &Target, deadline: Instant) -> Result<(), Broken> {
         let mut pipe = redis::pipe();
         if let Some((user, password)) = &target.auth {
@@ -738,6 +943,7 @@ impl Connection {
         if target.db != 0 {
             pipe.cmd("SELECT").arg(target.db);
         }
+        pipe.cmd("CONFIG").arg("GET").arg("maxmemory-policy");
         pipe.cmd("SCRIPT").arg("LOAD").arg(SCRIPT);
         let mut replies = Vec::with_capacity(pipe.len());
         self.request(
@@ -746,9 +952,13 @@ impl Connection {
             deadline,
             &mut replies,
         )?;
-        let Some((Value::BulkString(sha), setup)) = replies.split_last() else {
+        let Some((Value::BulkString(sha), rest)) = replies.split_last() else {
             return Err(Broken);
         };
+        let Some((policy, setup)) = rest.split_last() else {
+            return Err(Broken);
+        };
+        self.eviction_policy = config_value(policy);
         if !setup.iter().all(|r| matches!(r, Value::Okay)) {
             return Err(Broken);
         }

@@ -124,7 +124,10 @@ impl Drop for FakeRedis {
     }
 }
 
-const SHA_REPLY: &[u8] = b"$40\r\n0123456789abcdef0123456789abcdef01234567\r\n";
+/// What Redis answers to the setup ahead of SCRIPT LOAD in one write:
+/// `CONFIG GET maxmemory-policy`, then the script's SHA-1.
+const SHA_REPLY: &[u8] = b"*2\r\n$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n\
+    $40\r\n0123456789abcdef0123456789abcdef01234567\r\n";
 const GRANTED: &[u8] = b"$7\r\ngranted\r\n";
 
 fn count(haystack: &[u8], needle: &[u8]) -> usize {

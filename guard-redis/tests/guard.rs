@@ -300,6 +300,75 @@ fn a_revocation_made_while_redis_is_down_lands_when_it_is_back() {
     assert_eq!(claim(&patient(&redis.url()), 8), Revoked);
 }
 
+/// Revocations are never dropped: more than the queue holds, made while
+/// Redis is down, are counted and all land once it is back. A server
+/// claiming one meanwhile is refused (fail closed), and afterwards every
+/// server hears it was revoked.
+#[test]
+fn every_revocation_made_while_redis_is_down_lands_beyond_the_queue_bound() {
+    let mut redis = RedisServer::start();
+    let small_queue = RedisGuardConfig {
+        queue_bound: 2,
+        claim_timeout: PATIENT,
+        ..config()
+    };
+    let guard = RedisGuard::connect(&redis.url(), small_queue).unwrap();
+    let retreated: Vec<SavedSet> = (30..40).map(|id| set(id, expiry())).collect();
+    for set in &retreated {
+        assert_eq!(guard.claim(set, SystemTime::now()), Granted);
+    }
+    assert_eq!(guard.pending_revocations(), 0);
+
+    redis.stop();
+    for set in &retreated {
+        guard.revoke(set, SystemTime::now());
+    }
+    assert_eq!(guard.pending_revocations(), retreated.len());
+    let meanwhile = self::guard(&redis.url());
+    assert_eq!(
+        meanwhile.claim(&retreated[0], SystemTime::now()),
+        Unavailable
+    );
+
+    redis.restart();
+    for set in &retreated {
+        await_record(&redis, set, [&format!("{:016x}", set.id.0), "revoked"]);
+    }
+    let started = Instant::now();
+    while guard.pending_revocations() > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{} revocations still counted as waiting",
+            guard.pending_revocations()
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    let after = patient(&redis.url());
+    for set in &retreated {
+        assert_eq!(after.claim(set, SystemTime::now()), Revoked);
+    }
+}
+
+/// The guard reads Redis's maxmemory-policy on connecting: noeviction, the
+/// default, keeps every record; another policy may drop revocations.
+#[test]
+fn the_eviction_policy_is_read_on_connecting() {
+    let redis = RedisServer::start();
+    let guard = patient(&redis.url());
+    assert_eq!(claim(&guard, 1), Granted);
+    assert_eq!(guard.eviction_policy().as_deref(), Some("noeviction"));
+
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("allkeys-lru")
+        .query::<()>(&mut redis.connection())
+        .unwrap();
+    let evicting = patient(&redis.url());
+    assert_eq!(claim(&evicting, 2), Granted);
+    assert_eq!(evicting.eviction_policy().as_deref(), Some("allkeys-lru"));
+}
+
 #[test]
 fn the_url_selects_the_database_and_authenticates() {
     let redis = RedisServer::start();
@@ -631,8 +700,10 @@ impl Drop for FakeRedis {
     }
 }
 
-/// What Redis answers to SCRIPT LOAD: the script's SHA-1.
-const SHA_REPLY: &[u8] = b"$40\r\n0123456789abcdef0123456789abcdef01234567\r\n";
+/// What Redis answers to the setup ahead of SCRIPT LOAD in one write:
+/// `CONFIG GET maxmemory-policy`, then the script's SHA-1.
+const SHA_REPLY: &[u8] = b"*2\r\n$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n\
+    $40\r\n0123456789abcdef0123456789abcdef01234567\r\n";
 
 fn count(haystack: &[u8], needle: &[u8]) -> usize {
     haystack

@@ -72,7 +72,9 @@ fn serve_grants(listener: TcpListener) {
         while let Ok(n @ 1..) = stream.read(&mut buf) {
             let seen = &buf[..n];
             if seen.windows(10).any(|w| w == b"\r\nSCRIPT\r\n") {
-                let sha = b"$40\r\n0123456789abcdef0123456789abcdef01234567\r\n";
+                // CONFIG GET maxmemory-policy, then SCRIPT LOAD.
+                let sha = b"*2\r\n$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n\
+                    $40\r\n0123456789abcdef0123456789abcdef01234567\r\n";
                 let _ = stream.write_all(sha);
             }
             for _ in 0..seen.windows(11).filter(|w| w == b"\r\nEVALSHA\r\n").count() {

@@ -1,0 +1,171 @@
+//! What the guard logs about what can lose a revocation: an evicting Redis
+//! (a warning on connecting) and revocations Redis has not taken yet (at
+//! error level while they wait, at info level once delivered). Its own test
+//! binary: it installs the logger. Each test finds its own lines by its
+//! Redis's port.
+
+use std::sync::{Mutex, Once};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cr_guard_redis::testing::redis;
+use cr_guard_redis::testing::RedisServer;
+use cr_guard_redis::{RedisGuard, RedisGuardConfig};
+use ex_token::{
+    AddressPrefixes, ClaimOutcome, RemoteEndpoint, SavedSet, SetId, SiteId, TokenGuard,
+};
+
+/// Every record logged by the guard's crate: (level, message).
+static RECORDS: Mutex<Vec<(log::Level, String)>> = Mutex::new(Vec::new());
+
+struct Recorder;
+
+impl log::Log for Recorder {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.target().starts_with("cr_guard_redis")
+    }
+
+    fn log(&self, record: &log::Record) {
+        if self.enabled(record.metadata()) {
+            RECORDS
+                .lock()
+                .unwrap()
+                .push((record.level(), record.args().to_string()));
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+static RECORDER: Recorder = Recorder;
+
+fn install_logger() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        log::set_logger(&RECORDER).unwrap();
+        log::set_max_level(log::LevelFilter::Info);
+    });
+}
+
+/// How many lines at `level` contain every one of `parts`.
+fn logged(level: log::Level, parts: &[&str]) -> usize {
+    RECORDS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(l, message)| *l == level && parts.iter().all(|p| message.contains(p)))
+        .count()
+}
+
+/// Waits until a line at `level` contains every one of `parts`; panics
+/// after five seconds.
+fn await_logged(level: log::Level, parts: &[&str]) {
+    let started = Instant::now();
+    while logged(level, parts) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "nothing logged at {level} with {parts:?}"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn set(id: u64) -> SavedSet {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let expiry = UNIX_EPOCH + Duration::from_secs(now.as_secs() + 3600);
+    SavedSet {
+        id: SetId(id),
+        endpoint: RemoteEndpoint::new(
+            SiteId(0),
+            std::net::IpAddr::from([10, 9, id as u8, 1]),
+            AddressPrefixes::SAME_NETWORK,
+        ),
+        measured_at: expiry - Duration::from_secs(3600),
+        expiry,
+    }
+}
+
+fn guard(url: &str) -> RedisGuard {
+    let config = RedisGuardConfig {
+        claim_timeout: Duration::from_secs(2),
+        reconnect_backoff: Duration::from_millis(20),
+        ..Default::default()
+    };
+    RedisGuard::connect(url, config).unwrap()
+}
+
+#[test]
+fn an_evicting_redis_is_warned_about_once_and_noeviction_not_at_all() {
+    install_logger();
+    let keeping = RedisServer::start();
+    let guard_of_keeping = guard(&keeping.url());
+    assert_eq!(
+        guard_of_keeping.claim(&set(1), SystemTime::now()),
+        ClaimOutcome::Granted
+    );
+    let port = format!("127.0.0.1:{}", keeping.port());
+    assert_eq!(logged(log::Level::Warn, &[&port, "maxmemory-policy"]), 0);
+
+    let evicting = RedisServer::start();
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("volatile-lru")
+        .query::<()>(&mut evicting.connection())
+        .unwrap();
+    let guard = guard(&evicting.url());
+    for id in 1..=3 {
+        assert_eq!(
+            guard.claim(&set(id), SystemTime::now()),
+            ClaimOutcome::Granted
+        );
+    }
+    let port = format!("127.0.0.1:{}", evicting.port());
+    assert_eq!(
+        logged(
+            log::Level::Warn,
+            &[
+                &port,
+                "maxmemory-policy is volatile-lru",
+                "set maxmemory-policy noeviction"
+            ]
+        ),
+        1
+    );
+}
+
+#[test]
+fn revocations_waiting_for_redis_are_logged_as_errors_until_delivered() {
+    install_logger();
+    let mut redis = RedisServer::start();
+    let guard = guard(&redis.url());
+    assert_eq!(
+        guard.claim(&set(7), SystemTime::now()),
+        ClaimOutcome::Granted
+    );
+    let port = format!("127.0.0.1:{}", redis.port());
+
+    redis.stop();
+    guard.revoke(&set(7), SystemTime::now());
+    await_logged(
+        log::Level::Error,
+        &[
+            &port,
+            "1 revocation(s) of retreated saved sets not delivered yet",
+        ],
+    );
+    assert_eq!(guard.pending_revocations(), 1);
+
+    redis.restart();
+    await_logged(
+        log::Level::Info,
+        &[&port, "every waiting revocation delivered"],
+    );
+    assert_eq!(guard.pending_revocations(), 0);
+    assert_eq!(
+        guard.claim(&set(7), SystemTime::now()),
+        ClaimOutcome::Revoked
+    );
+    // One error line for an outage shorter than the repeat interval.
+    assert_eq!(logged(log::Level::Error, &[&port, "revocation(s)"]), 1);
+}
