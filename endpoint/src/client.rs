@@ -44,6 +44,12 @@ pub struct ClientConfig {
     /// connection (the seed dissertation saw exactly this). Only the
     /// Capacity of a token from a server that announced `ex_token` counts.
     pub credit_per_capacity: u64,
+    /// The most credit a token can raise the client's to, however large
+    /// the Capacity the server wrote in it: that number is the server's,
+    /// and credit is memory the client commits to buffering. It never
+    /// lowers `base_credit`. Default 64 MiB: the credit for a Capacity of
+    /// 32 MiB, e.g. 400 Mbit/s over a 600 ms GEO path.
+    pub max_credit: u64,
     /// Bounds of the token store.
     pub store: StoreConfig,
 }
@@ -54,8 +60,20 @@ impl Default for ClientConfig {
             requested_capacity: RequestedCapacity::AsSaved,
             base_credit: 16 * 1024 * 1024,
             credit_per_capacity: 2,
+            max_credit: 64 * 1024 * 1024,
             store: StoreConfig::default(),
         }
+    }
+}
+
+impl ClientConfig {
+    /// The initial flow-control credit of a connection presenting a token
+    /// whose readable saved Capacity is `capacity` (`None`: no token, or
+    /// one the client may not read): `credit_per_capacity` times the
+    /// Capacity, at most `max_credit`, and never below `base_credit`.
+    pub fn credit(&self, capacity: Option<u64>) -> u64 {
+        let resumed = capacity.map_or(0, |c| c.saturating_mul(self.credit_per_capacity));
+        resumed.min(self.max_credit).max(self.base_credit)
     }
 }
 
@@ -98,7 +116,8 @@ impl ResumeClient {
     /// The connection's initial flow-control credit (connection and stream,
     /// and the autotuning ceilings) is set in `config` to `base_credit`, or
     /// to `credit_per_capacity` times the saved Capacity of the token when
-    /// that is more, so the resumed window is not limited by the receiver.
+    /// that is more, up to `max_credit` ([`ClientConfig::credit`]), so the
+    /// resumed window is not limited by the receiver.
     ///
     /// Only a token whose server announced `ex_token` is read, and only its
     /// Requested Capacity is ever changed (lowered, by
@@ -116,9 +135,7 @@ impl ResumeClient {
         let mut held = self.store.take_held(server_name, peer, now);
 
         let capacity = held.as_mut().and_then(|held| self.prepare(held));
-        let resumed_credit =
-            capacity.map_or(0, |c| c.saturating_mul(self.config.credit_per_capacity));
-        set_credit(config, resumed_credit.max(self.config.base_credit));
+        set_credit(config, self.config.credit(capacity));
 
         let mut conn = quiche::connect(Some(server_name), scid, local, peer, config)?;
         if let Some(held) = held {
@@ -187,4 +204,35 @@ fn set_credit(config: &mut quiche::Config, credit: u64) {
     config.set_initial_max_stream_data_bidi_local(credit);
     config.set_max_connection_window(credit);
     config.set_max_stream_window(credit);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1024 * 1024;
+
+    #[test]
+    fn the_credit_follows_the_capacity_between_the_base_and_the_bound() {
+        let config = ClientConfig::default();
+        assert_eq!(config.credit(None), 16 * MIB);
+        assert_eq!(config.credit(Some(1_000_000)), 16 * MIB);
+        assert_eq!(config.credit(Some(10_000_000)), 20_000_000);
+        assert_eq!(config.credit(Some(32 * MIB)), 64 * MIB);
+        // Whatever a server writes in its token, the bound holds.
+        assert_eq!(config.credit(Some(32 * MIB + 1)), 64 * MIB);
+        assert_eq!(config.credit(Some((1 << 62) - 1)), 64 * MIB);
+        assert_eq!(config.credit(Some(u64::MAX)), 64 * MIB);
+    }
+
+    #[test]
+    fn the_bound_never_lowers_the_base_credit() {
+        let config = ClientConfig {
+            base_credit: 100 * MIB,
+            max_credit: 64 * MIB,
+            ..ClientConfig::default()
+        };
+        assert_eq!(config.credit(None), 100 * MIB);
+        assert_eq!(config.credit(Some(u64::MAX)), 100 * MIB);
+    }
 }

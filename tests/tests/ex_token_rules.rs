@@ -69,12 +69,17 @@ fn token_server(policy: Policy) -> TokenServer<SimRng> {
 
 /// A BDP token for the client, Requested Capacity equal to Capacity.
 fn bdp_token() -> Vec<u8> {
+    bdp_token_of(CAPACITY)
+}
+
+/// A BDP token whose saved Capacity is `capacity`.
+fn bdp_token_of(capacity: u64) -> Vec<u8> {
     let mut tokens = token_server(Policy::Lenient);
     let set = tokens
         .new_saved_set(addr(CLIENT), wall_start())
         .expect("set");
     let saved = SavedPath {
-        capacity: CAPACITY,
+        capacity,
         rtt: Duration::from_millis(100),
         extras: b"",
     };
@@ -237,6 +242,18 @@ fn only_the_capacity_of_a_token_from_an_announcing_server_sizes_the_credit() {
     let mut client = ResumeClient::new(ClientConfig::default());
     let (presented, credit) = next_connection(&mut client);
     assert_eq!((presented, credit), (None, BASE_CREDIT));
+}
+
+#[test]
+fn a_token_raises_the_credit_no_further_than_the_clients_bound() {
+    let _clock = VirtualClock::start();
+    // The largest Capacity a token can carry (a QUIC varint), as a
+    // malicious server would write it.
+    let token = bdp_token_of((1 << 62) - 1);
+    let mut client = ResumeClient::new(ClientConfig::default());
+    receive_tokens(&mut client, true, std::slice::from_ref(&token));
+    let (_, credit) = next_connection(&mut client);
+    assert_eq!(credit, 64 * 1024 * 1024);
 }
 
 #[test]
