@@ -30,11 +30,15 @@
 //! `received` is in unix seconds and `token` is lowercase hex. `ex_token`
 //! is written only when true: files written before it existed load with
 //! every token opaque, the safe reading.
+//!
+//! The file is written with mode `0600` (its owner only): tokens identify
+//! the client to their servers, and whoever reads them could link its
+//! connections.
 
 use std::fs;
-use std::io;
+use std::io::{self, Write};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -282,8 +286,14 @@ impl TokenStore {
         Ok(store)
     }
 
-    /// Writes the store to `path`, replacing it atomically (through a
-    /// temporary file next to it).
+    /// Writes the store to `path`, replacing it atomically, readable and
+    /// writable by its owner only (mode `0600` on Unix): tokens identify the
+    /// client to the servers that issued them and would let whoever reads
+    /// them link its connections.
+    ///
+    /// The contents go to `<path>.tmp`, created exclusively (a file or link
+    /// left there is removed, never written through) with the mode set on
+    /// the descriptor whatever the umask, then renamed over `path`.
     pub fn save(&self, path: &Path) -> io::Result<()> {
         let file = TokenFile {
             version: FILE_VERSION,
@@ -292,9 +302,39 @@ impl TokenStore {
         let json = serde_json::to_string(&file).map_err(io::Error::other)?;
         let mut temporary = path.as_os_str().to_owned();
         temporary.push(".tmp");
-        fs::write(&temporary, json)?;
+        let temporary = PathBuf::from(temporary);
+        let mut out = match create_private(&temporary) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                fs::remove_file(&temporary)?;
+                create_private(&temporary)
+            }
+            created => created,
+        }?;
+        let written = out.write_all(json.as_bytes()).and_then(|()| out.sync_all());
+        if let Err(e) = written {
+            let _ = fs::remove_file(&temporary);
+            return Err(e);
+        }
         fs::rename(&temporary, path)
     }
+}
+
+/// Creates `path` for writing, failing if anything (even a link) is there,
+/// with mode `0600` on Unix.
+fn create_private(path: &Path) -> io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    // `create_new` is O_CREAT | O_EXCL: it never follows a link.
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // The umask can only have removed bits; set exactly 0600.
+        file.set_permissions(fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
 }
 
 /// Lowercase hex for token bytes in the JSON file.

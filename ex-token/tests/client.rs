@@ -267,3 +267,39 @@ fn malformed_files_are_invalid_data() {
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{text}");
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn the_token_file_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let mode = |path: &PathBuf| {
+        std::fs::symlink_metadata(path)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    let path = scratch_file("private.json");
+    let mut store = TokenStore::new(StoreConfig::default());
+    store.insert(NAME, addr("192.0.2.1:443"), vec![1, 2, 3], at(1_000));
+    store.save(&path).unwrap();
+    assert_eq!(mode(&path), 0o600);
+
+    // A file that was world-readable is replaced by a private one.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    store.save(&path).unwrap();
+    assert_eq!(mode(&path), 0o600);
+
+    // A link left where the temporary file goes is not written through.
+    let elsewhere = scratch_file("elsewhere");
+    std::fs::write(&elsewhere, "not yours").unwrap();
+    let temporary = path.with_extension("json.tmp");
+    let _ = std::fs::remove_file(&temporary);
+    symlink(&elsewhere, &temporary).unwrap();
+    store.save(&path).unwrap();
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "not yours");
+    assert_eq!(mode(&path), 0o600);
+    assert!(!temporary.exists());
+    let loaded = TokenStore::load(&path, StoreConfig::default(), at(1_000)).unwrap();
+    assert_eq!(loaded.len(), 1);
+}
