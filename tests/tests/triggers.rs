@@ -804,7 +804,7 @@ fn bbr2_rtt_exceeded_ends_the_probing_round_through_quiche() {
 /// lost, with most of a 1 MB response still queued; the rest of the jump,
 /// and whatever the server sends meanwhile, is acknowledged ten packets at a
 /// time until Safe Retreat ends.
-fn sent_in_safe_retreat(cc: Cc) -> (Vec<Sent>, u64, u64) {
+fn sent_in_safe_retreat(cc: Cc) -> Retreat {
     let mut path = Path::resuming(cc);
     let (initial, jump) = path.request(1_000_000, RTT);
     // The jump is made, and in flight.
@@ -839,7 +839,27 @@ fn sent_in_safe_retreat(cc: Cc) -> (Vec<Sent>, u64, u64) {
         );
         unacked.extend(sent);
     }
-    (in_retreat, frozen, acked)
+    Retreat {
+        path,
+        sent: in_retreat,
+        frozen,
+        acked,
+        unacked,
+    }
+}
+
+/// What [`sent_in_safe_retreat`] saw, and the path once Safe Retreat ended.
+struct Retreat {
+    path: Path,
+    /// Sent while in Safe Retreat.
+    sent: Vec<Sent>,
+    /// The window Safe Retreat set.
+    frozen: u64,
+    /// Acknowledged from the ACK that began Safe Retreat to the one that
+    /// ended it.
+    acked: u64,
+    /// Sent and not yet acknowledged.
+    unacked: Vec<Sent>,
 }
 
 /// RFC 9959, 4.8: Safe Retreat holds the window it set while the queue the
@@ -851,7 +871,7 @@ fn sent_in_safe_retreat(cc: Cc) -> (Vec<Sent>, u64, u64) {
 #[test]
 fn safe_retreat_sends_no_more_than_its_frozen_window_with_data_queued_through_quiche() {
     for cc in [Cc::Reno, Cc::CUBIC] {
-        let (sent, frozen, _) = sent_in_safe_retreat(cc);
+        let Retreat { sent, frozen, .. } = sent_in_safe_retreat(cc);
         assert_eq!(frozen, retreat_window(IW), "{cc:?}");
         assert!(
             bytes(&sent) <= frozen,
@@ -860,11 +880,48 @@ fn safe_retreat_sends_no_more_than_its_frozen_window_with_data_queued_through_qu
         );
     }
 
-    let (sent, _, acked) = sent_in_safe_retreat(Cc::Bbr2Gcongestion);
+    let Retreat { sent, acked, .. } = sent_in_safe_retreat(Cc::Bbr2Gcongestion);
     assert!(acked > 0);
     assert!(
         bytes(&sent) < acked,
         "{} sent, {acked} acknowledged",
         bytes(&sent)
     );
+}
+
+/// RFC 9959, 3.5 and 4.8: leaving Safe Retreat, ssthresh is PipeSize x Beta
+/// and PipeSize does not reinitialise the window, which stays where Safe
+/// Retreat held it; 3.7: back in normal congestion control below ssthresh,
+/// Reno and CUBIC slow start (the window grows by every byte acknowledged,
+/// up to ssthresh).
+#[test]
+fn leaving_safe_retreat_keeps_the_window_and_slow_starts_below_ssthresh_through_quiche() {
+    for cc in [Cc::Reno, Cc::CUBIC] {
+        let Retreat {
+            mut path,
+            frozen,
+            mut unacked,
+            ..
+        } = sent_in_safe_retreat(cc);
+        let changes = path.changes();
+        let exit = changes.last().expect("a phase change");
+        assert_eq!(
+            (exit.old.map(|p| p.as_str()), exit.new.as_str()),
+            (Some("safe_retreat"), "normal"),
+            "{cc:?}"
+        );
+        let ssthresh = exit.state_data.ssthresh.expect("ssthresh");
+        assert_eq!(ssthresh, exit.state_data.pipesize / 2, "{cc:?}");
+        assert_eq!(path.cwnd(), frozen, "{cc:?}");
+        assert!(frozen < ssthresh, "{cc:?}");
+
+        // The next ACK, of what is in flight, in slow start.
+        let chunk: Vec<Sent> = unacked.drain(..).collect();
+        assert!(!chunk.is_empty(), "{cc:?}");
+        path.round_trip(&chunk, RTT / 2, RTT / 2);
+        // Slow start, up to ssthresh at most; congestion avoidance would add
+        // about one datagram per window.
+        let slow_started = (frozen + bytes(&chunk)).min(ssthresh);
+        assert!(path.cwnd() >= slow_started, "{cc:?}: {}", path.cwnd());
+    }
 }
