@@ -13,6 +13,9 @@ use ex_token::{InvalidToken, NoResume, OpenError};
 pub enum Refusal {
     /// The saved set or the whole token has expired.
     Expired,
+    /// The saved set was measured ahead of this server's clock by more
+    /// than [`ex_token::MAX_CLOCK_SKEW`]: some server's clock is wrong.
+    ClockSkew,
     /// Sealed with a key this server does not hold (another fleet, or
     /// retired by rotation).
     UnknownKey,
@@ -41,8 +44,9 @@ pub enum Refusal {
 
 impl Refusal {
     /// Every reason, in a fixed order.
-    pub const ALL: [Refusal; 12] = [
+    pub const ALL: [Refusal; 13] = [
         Refusal::Expired,
+        Refusal::ClockSkew,
         Refusal::UnknownKey,
         Refusal::Tampered,
         Refusal::Malformed,
@@ -60,6 +64,7 @@ impl Refusal {
     pub fn as_str(self) -> &'static str {
         match self {
             Refusal::Expired => "expired",
+            Refusal::ClockSkew => "clock_skew",
             Refusal::UnknownKey => "unknown_key",
             Refusal::Tampered => "tampered",
             Refusal::Malformed => "malformed",
@@ -80,6 +85,7 @@ impl Refusal {
         Some(match why {
             NoResume::Absent => return None,
             NoResume::Expired => Refusal::Expired,
+            NoResume::ClockSkew => Refusal::ClockSkew,
             NoResume::Unprotected => Refusal::Unprotected,
             NoResume::AddressMismatch => Refusal::WrongNetwork,
             NoResume::OtherSite => Refusal::OtherSite,
@@ -271,6 +277,7 @@ mod tests {
         let cases = [
             (NoResume::Absent, None),
             (NoResume::Expired, Some(Refusal::Expired)),
+            (NoResume::ClockSkew, Some(Refusal::ClockSkew)),
             (NoResume::Unprotected, Some(Refusal::Unprotected)),
             (NoResume::AddressMismatch, Some(Refusal::WrongNetwork)),
             (NoResume::OtherSite, Some(Refusal::OtherSite)),

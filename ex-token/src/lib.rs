@@ -199,7 +199,9 @@ pub use outcome::{
 pub use payload::{Extras, MAX_EXTRAS};
 pub use remote::{RemoteEndpoint, SiteId};
 pub use rng::{RandomError, Rng, SimRng, SystemRng};
-pub use server::{MintError, Policy, SavedPath, SavedSet, ServerConfig, TokenServer};
+pub use server::{
+    MintError, Policy, SavedPath, SavedSet, ServerConfig, TokenServer, MAX_CLOCK_SKEW,
+};
 pub use store::{HeldToken, StoreConfig, TokenStore};
 pub use token::{
     DecodeError, EncodeError, ExToken, ExTokenBuilder, Extension, Extensions, MAX_EXTENSIONS,

@@ -66,6 +66,10 @@ pub enum NoResume {
     Unprotected,
     /// The saved parameters have expired.
     Expired,
+    /// The set was measured later than now by more than
+    /// [`crate::MAX_CLOCK_SKEW`]: the server that minted it has a clock
+    /// ahead of this one's.
+    ClockSkew,
     /// The client is outside the network the parameters were saved for.
     AddressMismatch,
     /// The set was measured by another site (see
@@ -94,6 +98,7 @@ impl fmt::Display for NoResume {
             Self::Absent => f.write_str("no saved capacity in the token"),
             Self::Unprotected => f.write_str("saved capacity not sealed by us"),
             Self::Expired => f.write_str("saved capacity expired"),
+            Self::ClockSkew => f.write_str("saved capacity measured ahead of this server's clock"),
             Self::AddressMismatch => f.write_str("client is on another network"),
             Self::OtherSite => f.write_str("saved capacity measured by another site"),
             Self::Superseded => f.write_str("a newer saved capacity supersedes it"),

@@ -9,9 +9,16 @@ use crate::payload::{bdp_bound, AddressPayload, BdpPayload, ADDRESS_LABEL, BDP_L
 use crate::time::{expiry, from_unix_ms, unix_ms, unix_secs};
 use crate::{
     AddressPrefixes, AddressStatus, BdpToken, EncodeError, ErrorCodes, ExToken, ExTokenBuilder,
-    Extras, InvalidToken, KeyRing, NoResume, RemoteEndpoint, Rng, SavedParameters, SetId, SiteId,
-    SystemRng, TokenGuard, TokenRejected, Validation,
+    Extras, InvalidToken, KeyRing, NoResume, OpenError, RemoteEndpoint, Rng, SavedParameters,
+    SetId, SiteId, SystemRng, TokenGuard, TokenRejected, Validation,
 };
+
+/// How far ahead of this server's clock a saved set's measurement time may
+/// lie. A fleet's clocks agree to well within this (NTP keeps them within
+/// milliseconds); a set measured further ahead was minted by a server whose
+/// clock is wrong, and would outlive, and supersede in the guard, sets
+/// measured after it. Such a set does not resume ([`NoResume::ClockSkew`]).
+pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(30);
 
 /// What to do with a token that is present but invalid.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -22,7 +29,10 @@ pub enum Policy {
     Lenient,
     /// Close the connection with `EX_TOKEN_ERROR` or `BDP_TOKEN_ERROR`, as
     /// draft-misell-quic-ex-token describes. Expired tokens are still
-    /// ignored silently.
+    /// ignored silently, and so are tokens sealed with a key this server
+    /// does not hold ([`OpenError::UnknownKey`]): a key retired by rotation,
+    /// or another server's of the same name, which RFC 9000 (Section 8.1.3)
+    /// says to treat as absent.
     Strict,
 }
 
@@ -326,11 +336,15 @@ impl<R: Rng> TokenServer<R> {
             return Ok(validation);
         }
         let codes = self.config.error_codes;
+        // A key this server does not hold says nothing about the token.
+        let rejected = |reason: &InvalidToken| {
+            !matches!(reason, InvalidToken::Sealing(OpenError::UnknownKey(_)))
+        };
         match validation {
             Validation {
                 address: AddressStatus::Invalid(reason),
                 ..
-            } => Err(TokenRejected {
+            } if rejected(&reason) => Err(TokenRejected {
                 error_code: codes.ex_token,
                 reason,
             }),
@@ -339,7 +353,7 @@ impl<R: Rng> TokenServer<R> {
             Validation {
                 resume: Err(NoResume::Invalid(reason)),
                 ..
-            } => Err(TokenRejected {
+            } if rejected(&reason) => Err(TokenRejected {
                 error_code: codes.bdp_token,
                 reason,
             }),
@@ -411,6 +425,10 @@ impl<R: Rng> TokenServer<R> {
             return Err(invalid(InvalidToken::ZeroCapacity));
         }
         let set = self.saved_set(SetId(payload.set_id), payload.ip, payload.measured_at);
+        let latest = now.checked_add(MAX_CLOCK_SKEW).unwrap_or(now);
+        if set.measured_at > latest {
+            return Err(NoResume::ClockSkew);
+        }
         if now >= set.expiry {
             return Err(NoResume::Expired);
         }

@@ -108,6 +108,10 @@ fn why_a_connection_does_not_resume() {
         (NoResume::Absent, "no saved capacity in the token"),
         (NoResume::Unprotected, "saved capacity not sealed by us"),
         (NoResume::Expired, "saved capacity expired"),
+        (
+            NoResume::ClockSkew,
+            "saved capacity measured ahead of this server's clock",
+        ),
         (NoResume::AddressMismatch, "client is on another network"),
         (
             NoResume::OtherSite,

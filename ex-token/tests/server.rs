@@ -8,7 +8,7 @@ use ex_token::{
     lower_requested_capacity, AddressPrefixes, AddressStatus, BdpDecodeError, BdpToken,
     DecodeError, EncodeError, ErrorCodes, ExToken, ExTokenBuilder, InvalidToken, KeyRing,
     MemoryGuard, MintError, NoResume, OpenError, Policy, SavedPath, ServerConfig, SimRng, TokenKey,
-    TokenRejected, TokenServer, BDP_TOKEN_ERROR, EX_TOKEN_ERROR,
+    TokenRejected, TokenServer, BDP_TOKEN_ERROR, EX_TOKEN_ERROR, MAX_CLOCK_SKEW,
 };
 
 const T0: u64 = 1_700_000_000;
@@ -368,6 +368,66 @@ fn key_rotation_keeps_old_tokens_until_retired() {
     assert_eq!(retired.address, AddressStatus::Invalid(reason));
     assert_eq!(retired.resume, Err(NoResume::Invalid(reason)));
     assert!(validate(&server, &new).resume.is_ok());
+}
+
+/// RFC 9000, Section 8.1.3: a token the server cannot open for want of the
+/// key is treated as absent, under the strict policy too (it predates a
+/// rotation, or another server of the name sealed it).
+#[test]
+fn a_token_of_a_retired_key_is_absent_under_every_policy() {
+    let strict = ServerConfig {
+        policy: Policy::Strict,
+        ..ServerConfig::default()
+    };
+    let mut server = server_with(strict);
+    let old = mint(&mut server, "192.0.2.1:1");
+    for id in 2..=5 {
+        server.keys_mut().rotate(key(id)).unwrap();
+    }
+    let reason = InvalidToken::Sealing(OpenError::UnknownKey(1));
+    let v = server
+        .validate_unclaimed(&old, addr("192.0.2.1:1"), at(T0))
+        .expect("not a reason to close");
+    assert_eq!(v.address, AddressStatus::Invalid(reason));
+    assert_eq!(v.resume, Err(NoResume::Invalid(reason)));
+
+    // A token of a key it holds is still held to the strict policy: one
+    // altered in its address part's nonce closes the connection.
+    let mut tampered = mint(&mut server, "192.0.2.1:1");
+    tampered[10] ^= 1;
+    assert_eq!(
+        server.validate_unclaimed(&tampered, addr("192.0.2.1:1"), at(T0)),
+        Err(TokenRejected {
+            error_code: EX_TOKEN_ERROR,
+            reason: InvalidToken::Sealing(OpenError::Forged),
+        })
+    );
+}
+
+/// A set measured ahead of this server's clock beyond the allowed skew
+/// comes from a server whose clock is wrong: it does not resume, and a
+/// token of it is no reason to close.
+#[test]
+fn a_set_measured_ahead_of_the_clock_beyond_the_skew_does_not_resume() {
+    let strict = ServerConfig {
+        policy: Policy::Strict,
+        ..ServerConfig::default()
+    };
+    let mut server = server_with(strict);
+    let client = addr("192.0.2.1:1");
+    let skew = MAX_CLOCK_SKEW.as_secs();
+    assert_eq!(skew, 30);
+    let token = mint(&mut server, "192.0.2.1:1");
+    let resume = |now: u64| {
+        server
+            .validate_unclaimed(&token, client, at(now))
+            .map(|v| v.resume.map(|p| p.saved_cwnd))
+    };
+    // Measured at T0: seen from a clock up to the skew behind, it resumes.
+    assert_eq!(resume(T0 - skew), Ok(Ok(CAPACITY)));
+    assert_eq!(resume(T0 - skew - 1), Ok(Err(NoResume::ClockSkew)));
+    assert_eq!(resume(T0 - 3600), Ok(Err(NoResume::ClockSkew)));
+    assert_eq!(resume(T0), Ok(Ok(CAPACITY)));
 }
 
 #[test]
