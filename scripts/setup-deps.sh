@@ -4,7 +4,8 @@
 #
 #   setup-deps.sh          what building quiche needs: cmake and libclang (for boring-sys's
 #                          bindgen), curl (for fetching the pinned release); and redis-server,
-#                          which the Redis guard's tests (guard-redis/) start on loopback
+#                          which the Redis guard's tests (guard-redis/) start on loopback;
+#                          and ngtcp2-client (gtlsclient), a strict QUIC client for the interop tests
 #   setup-deps.sh fuzz     the above, plus a nightly toolchain and cargo-fuzz (installed from
 #                          crates.io, pinned, when missing)
 #   setup-deps.sh coverage the first, plus cargo-tarpaulin (crates.io, pinned, when missing) for
@@ -14,7 +15,7 @@
 #
 # Testable without touching the system (scripts/test-setup-deps.sh does): SETUP_ROOT prefixes
 # every directory searched for libclang, and every command (apt-get, id, cmake, llvm-config,
-# redis-server, cargo) is taken from PATH.
+# redis-server, gtlsclient, cargo) is taken from PATH.
 set -euo pipefail
 
 root=${SETUP_ROOT:-}
@@ -65,11 +66,13 @@ find_libclang >/dev/null || missing+=(libclang-dev)
 command -v curl >/dev/null || missing+=(curl)
 # The server itself, not redis-tools: the tests talk to it through the redis crate.
 command -v redis-server >/dev/null || missing+=(redis-server)
+# ngtcp2's client, the strictest in the interop tests (apps/tests/ngtcp2.rs).
+command -v gtlsclient >/dev/null || missing+=(ngtcp2-client)
 
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "setup: installing ${missing[*]} with apt-get (needed to build BoringSSL under quiche" \
-            "and to test the Redis guard)" >&2
+            "and to test the Redis guard and interop)" >&2
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else

@@ -19,6 +19,7 @@ new_machine() {
     stub cmake 'exit 0'
     stub curl 'exit 0'
     stub redis-server 'exit 0'
+    stub gtlsclient 'exit 0'
     stub id 'echo 0'
     stub apt-get "echo \"\$*\" >> '$scratch/$1/apt-get.log'"
 }
@@ -121,6 +122,12 @@ rm "$bin/redis-server"
 run no-redis
 expect "redis-server missing: installs redis-server only" 0 redis-server
 
+new_machine no-ngtcp2
+lib usr/lib/llvm-14/lib/libclang.so.1
+rm "$bin/gtlsclient"
+run no-ngtcp2
+expect "gtlsclient missing: installs ngtcp2-client only" 0 ngtcp2-client
+
 new_machine no-redis-not-root
 lib usr/lib/llvm-14/lib/libclang.so.1
 rm "$bin/redis-server"
@@ -133,9 +140,9 @@ if ! grep -q 'missing system packages: redis-server' <<<"$output"; then
 fi
 
 new_machine nothing
-rm "$bin/cmake" "$bin/curl" "$bin/redis-server"
+rm "$bin/cmake" "$bin/curl" "$bin/redis-server" "$bin/gtlsclient"
 run nothing
-expect "a bare machine: installs all four" 0 "cmake libclang-dev curl redis-server"
+expect "a bare machine: installs all five" 0 "cmake libclang-dev curl redis-server ngtcp2-client"
 
 # expect_cargo CASE STATUS WANT: the exit status and what `cargo install` was asked for.
 expect_cargo() {

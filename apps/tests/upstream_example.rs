@@ -19,17 +19,15 @@
 mod support;
 
 use std::fs;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions};
 use cr_apps::{download, ClientOptions, DownloadReport, PresentedToken, Protocol};
+use support::example::{self, Example};
 use support::server_process::ServerProcess;
 
-/// Where upstream's example listens.
-const EXAMPLE_ADDR: &str = "127.0.0.1:4433";
 const SIZE: u64 = 2 * 1024 * 1024;
 const RTT: Duration = Duration::from_millis(300);
 const RATE_BPS: u64 = 20_000_000;
@@ -65,100 +63,6 @@ fn the_diff_against_upstreams_example_stays_small() {
         added + removed <= MAX_CHANGED_LINES,
         "{added} added + {removed} removed > {MAX_CHANGED_LINES}"
     );
-}
-
-/// The example's binary, as `cargo test` of the workspace builds it
-/// beside this test (examples are built with the tests). A nested `cargo
-/// build` would resolve quiche's features without the dev-dependencies and
-/// overwrite the `libquiche.rlib` the other tests link against.
-fn example_binary() -> PathBuf {
-    // target/<profile>/deps/<this test> -> target/<profile>/examples/
-    let exe = std::env::current_exe().expect("the test's path");
-    let profile = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    let example = profile.join("examples/http3-server-cr");
-    assert!(
-        example.exists(),
-        "{} is missing: run the workspace's tests (make test, or cargo test --workspace), \
-         which build cr-endpoint's examples",
-        example.display()
-    );
-    example
-}
-
-/// A fresh directory of this test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("cr-upstream-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("a scratch directory");
-        Scratch(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The example's working directory: upstream's certificate and key, and
-/// a 2 MiB file at the path cr-client asks for.
-fn example_directory() -> Scratch {
-    let dir = Scratch::new("example");
-    let examples = dir.path().join("examples");
-    fs::create_dir_all(examples.join("root")).expect("examples/root");
-    let upstream = repository().join("quiche/patched/examples");
-    for file in ["cert.crt", "cert.key"] {
-        fs::copy(upstream.join(file), examples.join(file)).expect("upstream's certificate");
-    }
-    fs::write(
-        examples.join("root").join(SIZE.to_string()),
-        vec![b'x'; SIZE as usize],
-    )
-    .expect("the object");
-    dir
-}
-
-/// Upstream's example, killed (by its PID) when dropped.
-struct Example(Child);
-
-impl Example {
-    fn start(exe: &Path, dir: &Path) -> Example {
-        let addr: SocketAddr = EXAMPLE_ADDR.parse().expect("address");
-        UdpSocket::bind(addr).unwrap_or_else(|e| {
-            panic!("{EXAMPLE_ADDR}, where upstream's example listens, is taken: {e}")
-        });
-        let child = Command::new(exe)
-            .current_dir(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the example starts");
-        let example = Example(child);
-        // Listening once the address is taken.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while UdpSocket::bind(addr).is_ok() {
-            assert!(Instant::now() < deadline, "the example never listened");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        example
-    }
-}
-
-impl Drop for Example {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// cr-relay in front of `server`: 20 Mbit/s, 300 ms, one BDP of queue.
@@ -202,22 +106,22 @@ fn twice(relay: &RelayHandle, token_file: &Path, name: &str) -> [DownloadReport;
 
 #[test]
 fn upstreams_example_resumes_as_fast_as_cr_server() {
-    let exe = example_binary();
-    let dir = example_directory();
-    let tokens = Scratch::new("tokens");
+    let dir = support::scratch("upstream-example", "example");
+    let tokens = support::scratch("upstream-example", "tokens");
 
-    let example = Example::start(&exe, dir.path());
-    let to_example = relay(EXAMPLE_ADDR.parse().expect("address"));
-    let [first, resumed] = twice(&to_example, &tokens.path().join("example"), "example");
+    let example = Example::start(&dir, SIZE);
+    let to_example = relay(example::ADDR.parse().expect("address"));
+    let [first, resumed] = twice(&to_example, &tokens.join("example"), "example");
     drop(to_example);
     drop(example);
 
-    let key_file = tokens.path().join("key");
-    let key = cr_apps::keys::KeyMaterial::generate(1).expect("key");
-    fs::write(&key_file, key.bytes).expect("key file");
+    let key_file = tokens.join("key");
+    support::write_key_file(&key_file);
     let server = ServerProcess::start(&key_file, ["--idle-timeout", "5s"]);
     let to_server = relay(server.addr);
-    let [_, server_resumed] = twice(&to_server, &tokens.path().join("server"), "cr-server");
+    let [_, server_resumed] = twice(&to_server, &tokens.join("server"), "cr-server");
+    let _ = fs::remove_dir_all(&dir);
+    let _ = fs::remove_dir_all(&tokens);
 
     assert_eq!(first.presented, PresentedToken::None);
     assert!(

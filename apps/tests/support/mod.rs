@@ -1,9 +1,10 @@
 //! What the programs' integration tests share: the test certificate, a
 //! server with a fresh key, the relay's link, a client's options, a
-//! `cr-server` process, and a `cr-load` run.
+//! `cr-server` process, upstream's example server, and a `cr-load` run.
 //! Each test binary uses part of it.
 #![allow(dead_code)]
 
+pub mod example;
 pub mod server_process;
 
 use std::net::SocketAddr;
@@ -39,6 +40,14 @@ pub fn server_options() -> ServerOptions {
         small_packets: false,
         jump_budget: Some(Default::default()),
     }
+}
+
+/// Writes a key ring file of one fresh key at `path`, as cr-server wants it
+/// (one `<id>:<hex>` line, readable by its owner only).
+pub fn write_key_file(path: &Path) {
+    let key = KeyMaterial::generate(1).expect("key");
+    let ring = cr_apps::keys::KeyRingFile::parse(key.to_text().as_bytes()).expect("a ring");
+    cr_apps::keys::write_key_file(path, &ring).expect("key file");
 }
 
 /// An empty scratch directory for test `name` of test binary `binary`,
