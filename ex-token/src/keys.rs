@@ -6,6 +6,21 @@
 //! (so one can never be replayed as the other) and `bound` carries values
 //! that travel in the clear but must not change.
 //!
+//! # Nonces
+//!
+//! A ring's nonces for its current key form a 96-bit counter that starts
+//! at a random value (the first seal's draw) and goes up by one per seal,
+//! so one process never repeats a nonce under a key. Two processes sealing
+//! with the same key (a fleet, or one server across restarts) each start at
+//! a random point: a nonce repeats only where their ranges overlap, which
+//! for `m` sealing processes of at most `n` seals each happens with
+//! probability below `m² · n / 2^96` (for a thousand servers each
+//! restarted a thousand times, and a trillion seals each, under 2^-16),
+//! where independent random nonces reach the usual 2^-32 limit after 2^32
+//! seals in total: hours for a large fleet. The bound therefore holds
+//! without rotating the key; rotation remains for other reasons (a key
+//! that may have leaked).
+//!
 //! The same key material also yields, through HKDF-SHA256, a separate HMAC
 //! key for stateless reset tokens (RFC 9000, Section 10.3.2): the secret a
 //! server must keep across restarts to reset connections it no longer has
@@ -149,7 +164,13 @@ impl fmt::Debug for TokenKey {
 pub struct KeyRing {
     current: TokenKey,
     previous: VecDeque<TokenKey>,
+    /// The nonce of the current key's next seal (96 bits), once the first
+    /// seal has drawn where the sequence starts (see the module docs).
+    next_nonce: Option<u128>,
 }
+
+/// Nonces are 96-bit numbers.
+const NONCE_MASK: u128 = (1 << (8 * NONCE_LEN)) - 1;
 
 impl KeyRing {
     /// Creates a ring whose only key is `current`.
@@ -157,6 +178,7 @@ impl KeyRing {
         Self {
             current,
             previous: VecDeque::with_capacity(MAX_PREVIOUS_KEYS + 1),
+            next_nonce: None,
         }
     }
 
@@ -172,6 +194,8 @@ impl KeyRing {
         let old = std::mem::replace(&mut self.current, next);
         self.previous.push_front(old);
         self.previous.truncate(MAX_PREVIOUS_KEYS);
+        // The new key's sequence starts at a random point of its own.
+        self.next_nonce = None;
         Ok(())
     }
 
@@ -199,16 +223,25 @@ impl KeyRing {
     }
 
     /// Seals `plaintext` with the current key, appending the box to `out`.
+    ///
+    /// The nonce is the key's next in sequence (see the module docs). Every
+    /// seal draws [`NONCE_LEN`] bytes from `rng`, the first of a key to
+    /// start the sequence and the others unused, so that a seeded
+    /// generator's stream, which also sizes the GREASE extension, is the
+    /// same whatever the nonces are.
     pub(crate) fn seal(
-        &self,
+        &mut self,
         label: &[u8],
         bound: &[u8],
         plaintext: &[u8],
         rng: &mut dyn Rng,
         out: &mut Vec<u8>,
     ) -> Result<(), MintError> {
-        let mut nonce = [0u8; NONCE_LEN];
-        rng.fill(&mut nonce).map_err(|_| MintError::Random)?;
+        let mut drawn = [0u8; NONCE_LEN];
+        rng.fill(&mut drawn).map_err(|_| MintError::Random)?;
+        let counter = self.next_nonce.unwrap_or_else(|| nonce_value(&drawn));
+        self.next_nonce = Some(counter.wrapping_add(1) & NONCE_MASK);
+        let nonce = nonce_bytes(counter);
         let mut aad = [0u8; MAX_AAD];
         let aad = additional_data(&mut aad, label, self.current.id, bound);
 
@@ -254,6 +287,19 @@ impl KeyRing {
     }
 }
 
+/// A nonce as a 96-bit number (big-endian).
+fn nonce_value(nonce: &[u8; NONCE_LEN]) -> u128 {
+    nonce
+        .iter()
+        .fold(0u128, |value, &byte| (value << 8) | u128::from(byte))
+}
+
+/// The nonce of a 96-bit number (big-endian).
+fn nonce_bytes(value: u128) -> [u8; NONCE_LEN] {
+    let wide = value.to_be_bytes();
+    wide.last_chunk().copied().unwrap_or_default()
+}
+
 /// Lays out `label || key_id || bound` in `buf`.
 ///
 /// Labels and bound data are crate constants and fixed-width integers whose
@@ -281,7 +327,7 @@ mod tests {
         TokenKey::from_bytes(id, &[id; KEY_LEN]).unwrap()
     }
 
-    fn seal(ring: &KeyRing, bound: &[u8], plaintext: &[u8]) -> Vec<u8> {
+    fn seal(ring: &mut KeyRing, bound: &[u8], plaintext: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         ring.seal(LABEL, bound, plaintext, &mut SimRng::new(1), &mut out)
             .unwrap();
@@ -331,8 +377,8 @@ mod tests {
 
     #[test]
     fn sealed_box_layout_is_id_nonce_ciphertext_tag() {
-        let ring = KeyRing::new(key(9));
-        let sealed = seal(&ring, b"", b"hello");
+        let mut ring = KeyRing::new(key(9));
+        let sealed = seal(&mut ring, b"", b"hello");
         assert_eq!(sealed.len(), 5 + SEAL_OVERHEAD);
         assert_eq!(sealed[0], 9);
         let mut nonce = [0u8; NONCE_LEN];
@@ -341,10 +387,52 @@ mod tests {
         assert_eq!(open(&ring, b"", &sealed).unwrap(), b"hello");
     }
 
+    /// A random source that repeats itself, as a broken or badly seeded
+    /// one would.
+    struct Stuck;
+
+    impl Rng for Stuck {
+        fn fill(&mut self, dest: &mut [u8]) -> Result<(), crate::RandomError> {
+            dest.fill(0xff);
+            Ok(())
+        }
+    }
+
+    fn nonce_of(sealed: &[u8]) -> [u8; NONCE_LEN] {
+        *sealed[1..].first_chunk().unwrap()
+    }
+
+    #[test]
+    fn nonces_follow_in_sequence_and_never_repeat_under_a_key() {
+        let mut ring = KeyRing::new(key(1));
+        let mut out = Vec::new();
+        let mut nonces = Vec::new();
+        for _ in 0..3 {
+            out.clear();
+            ring.seal(LABEL, b"", b"x", &mut Stuck, &mut out).unwrap();
+            nonces.push(nonce_of(&out));
+            assert_eq!(open(&ring, b"", &out).unwrap(), b"x");
+        }
+        // From the first draw, one up per seal, wrapping at 96 bits: the
+        // random source repeating itself repeats no nonce.
+        let mut second = [0u8; NONCE_LEN];
+        second[NONCE_LEN - 1] = 1;
+        assert_eq!(nonces, [[0xff; NONCE_LEN], [0; NONCE_LEN], second]);
+
+        // A new key starts a sequence of its own from a fresh draw.
+        ring.rotate(key(2)).unwrap();
+        out.clear();
+        ring.seal(LABEL, b"", b"y", &mut SimRng::new(4), &mut out)
+            .unwrap();
+        let mut drawn = [0u8; NONCE_LEN];
+        SimRng::new(4).fill(&mut drawn).unwrap();
+        assert_eq!(nonce_of(&out), drawn);
+    }
+
     #[test]
     fn label_and_bound_data_are_authenticated() {
-        let ring = KeyRing::new(key(1));
-        let sealed = seal(&ring, b"bound", b"x");
+        let mut ring = KeyRing::new(key(1));
+        let sealed = seal(&mut ring, b"bound", b"x");
         assert_eq!(open(&ring, b"bound", &sealed).unwrap(), b"x");
         assert_eq!(open(&ring, b"bounD", &sealed), Err(OpenError::Forged));
         let mut buf = [0u8; OPEN_BUF];
@@ -357,10 +445,10 @@ mod tests {
     #[test]
     fn rotation_keeps_previous_keys_opening_then_retires_them() {
         let mut ring = KeyRing::new(key(1));
-        let by_key_1 = seal(&ring, b"", b"one");
+        let by_key_1 = seal(&mut ring, b"", b"one");
         ring.rotate(key(2)).unwrap();
         assert_eq!(ring.current_id(), 2);
-        assert_eq!(seal(&ring, b"", b"two")[0], 2);
+        assert_eq!(seal(&mut ring, b"", b"two")[0], 2);
         assert_eq!(open(&ring, b"", &by_key_1).unwrap(), b"one");
         for id in 3..=(2 + MAX_PREVIOUS_KEYS as u8 - 1) {
             ring.rotate(key(id)).unwrap();
