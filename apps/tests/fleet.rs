@@ -31,11 +31,16 @@ const SIZE: u64 = 1_000_000;
 const CLAIM_TIMEOUT: Duration = Duration::from_millis(150);
 
 /// A `cr-server` of the fleet, sharing `key_file` and the guard at `guard`.
-fn start_server(key_file: &Path, guard: &str) -> ServerProcess {
+/// Server `id` of the fleet (each its own, as a fleet sharing a key ring
+/// must have), with the key ring in `key_file` and the guard `guard`.
+fn start_server(id: u8, key_file: &Path, guard: &str) -> ServerProcess {
     let claim_timeout = format!("{}ms", CLAIM_TIMEOUT.as_millis());
+    let id = id.to_string();
     ServerProcess::start(
         key_file,
         [
+            "--server-id",
+            &id,
             "--guard",
             guard,
             "--claim-timeout",
@@ -98,8 +103,8 @@ fn a_token_from_one_server_resumes_on_another_and_a_set_resumes_once() {
     let redis = RedisServer::start();
     let dir = support::scratch("fleet", "two-servers");
     let keys = dir.join("fleet.key");
-    let a = start_server(&keys, &redis.url());
-    let b = start_server(&keys, &redis.url());
+    let a = start_server(1, &keys, &redis.url());
+    let b = start_server(2, &keys, &redis.url());
     let tokens = dir.join("tokens.json");
 
     // Server A serves the first connection and leaves a token.
@@ -149,8 +154,8 @@ fn two_sets_of_one_network_presented_to_two_servers_at_once_resume_one_connectio
     let redis = RedisServer::start();
     let dir = support::scratch("fleet", "two-sets");
     let keys = dir.join("fleet.key");
-    let a = start_server(&keys, &redis.url());
-    let b = start_server(&keys, &redis.url());
+    let a = start_server(1, &keys, &redis.url());
+    let b = start_server(2, &keys, &redis.url());
     let to_a = relay("127.0.0.1:0".parse().unwrap(), a.addr);
     let to_b = relay("127.0.0.1:0".parse().unwrap(), b.addr);
 
@@ -184,7 +189,7 @@ fn two_sets_of_one_network_presented_to_two_servers_at_once_resume_one_connectio
 fn a_restarted_redis_with_its_append_only_file_still_refuses_a_replay() {
     let mut redis = RedisServer::start_with(RedisServerOptions { appendonly: true });
     let dir = support::scratch("fleet", "aof");
-    let a = start_server(&dir.join("fleet.key"), &redis.url());
+    let a = start_server(1, &dir.join("fleet.key"), &redis.url());
     let front = relay("127.0.0.1:0".parse().unwrap(), a.addr);
     let tokens = dir.join("tokens.json");
     fetch(front.local_addr(), &tokens);
@@ -212,7 +217,7 @@ fn a_restarted_redis_with_its_append_only_file_still_refuses_a_replay() {
 fn with_redis_stopped_slow_or_absent_downloads_complete_without_resuming() {
     let mut redis = RedisServer::start();
     let dir = support::scratch("fleet", "faults");
-    let mut a = start_server(&dir.join("fleet.key"), &redis.url());
+    let mut a = start_server(1, &dir.join("fleet.key"), &redis.url());
     let front = relay("127.0.0.1:0".parse().unwrap(), a.addr);
     let tokens = dir.join("tokens.json");
     fetch(front.local_addr(), &tokens);
@@ -257,7 +262,7 @@ fn with_redis_stopped_slow_or_absent_downloads_complete_without_resuming() {
         let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
         socket.local_addr().expect("address")
     };
-    let mut b = start_server(&dir.join("fleet.key"), &format!("redis://{nowhere}"));
+    let mut b = start_server(2, &dir.join("fleet.key"), &format!("redis://{nowhere}"));
     let to_b = relay("127.0.0.1:0".parse().unwrap(), b.addr);
     let moved = dir.join("moved.json");
     copy_tokens(&tokens, &moved, front.local_addr(), to_b.local_addr());
@@ -274,7 +279,7 @@ fn a_changed_key_ring_file_takes_effect_without_a_restart() {
     let redis = RedisServer::start();
     let dir = support::scratch("fleet", "rotation");
     let keys = dir.join("fleet.key");
-    let a = start_server(&keys, &redis.url());
+    let a = start_server(1, &keys, &redis.url());
     let front = relay("127.0.0.1:0".parse().unwrap(), a.addr);
     let tokens = dir.join("tokens.json");
     fetch(front.local_addr(), &tokens);

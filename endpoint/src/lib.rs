@@ -62,13 +62,17 @@
 //!    ([`MetricsSnapshot::jumps_unused`]: the response was smaller than the
 //!    jump, or stream data was written too late).
 //! 7. **Restarts (optional).** The key ring a server keeps across restarts
-//!    also derives stateless reset tokens: pick connection IDs with
-//!    [`reset::connection_id`], announce [`reset::reset_token`] of each
+//!    also derives stateless reset tokens: make one [`reset::Issuer`] per
+//!    process (the server's id in its fleet, distinct per server, and the
+//!    process's start), pick connection IDs with [`reset::connection_id`],
+//!    announce [`reset::reset_token`] of each
 //!    (`quiche::Config::set_stateless_reset_token` before accepting), and
 //!    answer a short-header packet for an ID you do not have with
 //!    [`reset::stateless_reset`]. A client whose connection a restarted
-//!    server (or another server sharing the ring) no longer has then closes
-//!    at its next packet instead of waiting out its idle timeout.
+//!    server no longer has then closes at its next packet instead of
+//!    waiting out its idle timeout. A server resets only its own IDs of an
+//!    earlier process, never another server's: a fleet routes by
+//!    connection ID (see [`reset`] for why).
 //!
 //! ```no_run
 //! # fn demo(

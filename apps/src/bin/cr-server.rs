@@ -84,6 +84,12 @@ struct Args {
     /// HTTP on this address (e.g. 127.0.0.1:9464).
     #[arg(long)]
     metrics: Option<SocketAddr>,
+    /// This server's id in its fleet (0-255), in the second byte of every
+    /// connection ID it issues: give every server sharing a key ring its
+    /// own, and route by connection ID. A server resets (stateless reset)
+    /// only connections its own id issued before it restarted.
+    #[arg(long, default_value_t = 0)]
+    server_id: u8,
     /// Connection idle timeout.
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     idle_timeout: Duration,
@@ -155,9 +161,11 @@ fn run(args: Args) -> Result<(), AppError> {
         idle_timeout: args.idle_timeout,
         small_packets: args.small_packets,
     })?;
+    server.set_server_id(args.server_id);
     eprintln!(
-        "cr-server: listening on {} (h3, hq-interop); token keys {}: current id {}{}, earlier ids {:?}",
+        "cr-server: listening on {} (h3, hq-interop) as server {}; token keys {}: current id {}{}, earlier ids {:?}",
         server.local_addr(),
+        args.server_id,
         args.token_key.display(),
         loaded.current,
         if loaded.generated { " (new)" } else { "" },

@@ -10,9 +10,12 @@
 //! token is validated when its first Initial arrives; a valid one marks the
 //! address validated (no Retry round trip) and, when it carries saved
 //! capacity, starts Careful Resume. A packet for a connection the server
-//! does not have (it restarted, or another server of the fleet held it) is
-//! answered with a stateless reset keyed by the token key ring
-//! ([`cr_endpoint::reset`]), so its client gives up at once.
+//! does not have is answered with a stateless reset keyed by the token key
+//! ring ([`cr_endpoint::reset`]) when its connection ID is one this server
+//! issued in an earlier process (it restarted), so its client gives up at
+//! once; never when another server of the fleet issued it, as that server
+//! may still hold the connection (a fleet routes by connection ID, and
+//! gives each server its own id: [`Server::set_server_id`]).
 
 mod handle;
 
@@ -25,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use cr_endpoint::ex_token::{KeyRing, MemoryGuard, SystemRng, TokenServer};
-use cr_endpoint::reset::{self, CONNECTION_ID_LEN};
+use cr_endpoint::reset::{self, Issuer, CONNECTION_ID_LEN};
 use cr_endpoint::{ResumeServer, SharedGuard};
 
 use cr_serve::{CongestionControl, ConnectionReport, Protocol, ServerSession, SlowStart};
@@ -113,6 +116,9 @@ pub struct Server {
     next_session: u64,
     outbox: Outbox,
     rng: SystemRng,
+    /// This server's id and this process's epoch, in every connection ID
+    /// it issues.
+    issuer: Issuer,
     /// The second the stateless resets are counted in, and the count.
     resets: (Instant, u32),
 }
@@ -234,8 +240,26 @@ impl Server {
             next_session: 0,
             outbox: Outbox::default(),
             rng: SystemRng::new(),
+            issuer: Issuer::new(0, SystemTime::now()),
             resets: (Instant::now(), 0),
         })
+    }
+
+    /// Sets this server's id in its fleet (0 unless set), written into
+    /// every connection ID it issues from now on, so set it before
+    /// serving. Every server sharing a key ring needs its own: a server
+    /// resets only connections its own id issued in an earlier process, so
+    /// that no server answers for, and gives away the reset token of, a
+    /// connection another server holds. A load balancer routes by
+    /// connection ID: the server id is the ID's second byte.
+    pub fn set_server_id(&mut self, id: u8) {
+        self.issuer = self.issuer.with_server(id);
+    }
+
+    /// This server's id and this process's epoch, as its connection IDs
+    /// carry them.
+    pub fn issuer(&self) -> Issuer {
+        self.issuer
     }
 
     /// The address the server listens on.
@@ -371,7 +395,7 @@ impl Server {
             return None;
         }
         let keys = self.resume.tokens().keys();
-        let cid = reset::connection_id(keys, &mut self.rng)?;
+        let cid = reset::connection_id(keys, &self.issuer, &mut self.rng)?;
         self.config
             .set_stateless_reset_token(reset::reset_token(keys, &cid));
         let scid = quiche::ConnectionId::from_ref(&cid);
@@ -410,7 +434,8 @@ impl Server {
     }
 
     /// Answers a short-header packet for connection ID `dcid`, which the
-    /// server does not have, with a stateless reset, within
+    /// server does not have, with a stateless reset when this server issued
+    /// the ID in an earlier process ([`Issuer::may_reset`]), within
     /// [`MAX_RESETS_PER_SECOND`].
     fn reset(&mut self, dcid: &[u8], received: usize, from: SocketAddr, now: Instant) {
         let (second, sent) = &mut self.resets;
@@ -422,7 +447,9 @@ impl Server {
         }
         let mut out = [0u8; MAX_DATAGRAM];
         let keys = self.resume.tokens().keys();
-        if let Some(len) = reset::stateless_reset(keys, dcid, received, &mut self.rng, &mut out) {
+        if let Some(len) =
+            reset::stateless_reset(keys, &self.issuer, dcid, received, &mut self.rng, &mut out)
+        {
             *sent += 1;
             self.outbox.push(now, from, &out[..len]);
             log::debug!("{from}: stateless reset for a connection this server does not have");
