@@ -900,7 +900,7 @@ fn leaving_safe_retreat_keeps_the_window_and_slow_starts_below_ssthresh_through_
         let Retreat {
             mut path,
             frozen,
-            mut unacked,
+            unacked: chunk,
             ..
         } = sent_in_safe_retreat(cc);
         let changes = path.changes();
@@ -916,7 +916,6 @@ fn leaving_safe_retreat_keeps_the_window_and_slow_starts_below_ssthresh_through_
         assert!(frozen < ssthresh, "{cc:?}");
 
         // The next ACK, of what is in flight, in slow start.
-        let chunk: Vec<Sent> = unacked.drain(..).collect();
         assert!(!chunk.is_empty(), "{cc:?}");
         path.round_trip(&chunk, RTT / 2, RTT / 2);
         // Slow start, up to ssthresh at most; congestion avoidance would add
