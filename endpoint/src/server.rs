@@ -306,7 +306,14 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         }
 
         conn.observe_careful_resume()?;
-        if session.resume.is_ok() {
+        // Set up after the handshake (tokio-quiche), Careful Resume takes in
+        // the handshake's RTT at once, and may already have ended: an RTT of
+        // at most half the saved one (`rtt_not_validated`) leaves no jump to
+        // hold and the saved set unused, so nothing is claimed.
+        let holds_a_jump = conn
+            .careful_resume()
+            .is_some_and(|resume| resume.is_active() && resume.phase() == Phase::Reconnaissance);
+        if session.resume.is_ok() && holds_a_jump {
             // The jump waits for the claim, which starts once the client
             // has proved its address: now, if the handshake is complete.
             conn.await_careful_resume_claim()?;

@@ -157,3 +157,59 @@ fn a_taken_set_answered_late_ends_careful_resume_before_the_jump() {
     assert_eq!(third.server.session.resume, Err(NoResume::AlreadyInUse));
     assert_eq!(triggers(&third.trace), ["saved_set_not_granted"]);
 }
+
+/// Set up once the handshake is complete (tokio-quiche hands a connection
+/// over only then), Careful Resume takes in the handshake's RTT at once.
+/// An RTT of at most half the saved one ends it there (`rtt_not_validated`)
+/// with no jump to hold: the set is left unclaimed, and the connection goes
+/// on and ends like any other. Here the handshake takes no time at all on
+/// the virtual clock, as it takes next to none over loopback in a release
+/// build.
+#[test]
+fn careful_resume_set_up_after_a_handshake_faster_than_half_the_saved_rtt_claims_nothing() {
+    use cr_endpoint::ex_token::{KeyRing, SavedPath, SimRng, TokenKey, TokenServer};
+    use cr_endpoint::{ResumeConfig, ResumeServer};
+    use quiche::careful_resume::Trigger;
+    use quiche::test_utils::Pipe;
+
+    quiche::clock::set(std::time::Instant::now() + Duration::from_secs(86_400));
+    let wall = quiche_cr_tests::wall_start();
+    let mut rng = SimRng::new(3);
+    let key = TokenKey::generate(1, &mut rng).expect("key");
+    let mut tokens = TokenServer::new(KeyRing::new(key), rng, Default::default());
+    let client = Pipe::client_addr();
+    let set = tokens.new_saved_set(client, wall).expect("set");
+    let saved = SavedPath {
+        capacity: 500_000,
+        rtt: Duration::from_millis(100),
+        extras: &[],
+    };
+    let token = tokens.mint_bdp_token(client, &saved, &set).expect("token");
+
+    let guard = LateGuard::new();
+    let mut server = ResumeServer::new(tokens, Arc::clone(&guard), ResumeConfig::default());
+    let mut client_config = quiche_cr_tests::config(false, Cc::CUBIC);
+    let mut server_config = quiche_cr_tests::config(true, Cc::CUBIC);
+    let mut pipe = Pipe::with_client_and_server_config(&mut client_config, &mut server_config)
+        .expect("a pipe");
+    pipe.client.set_token(&token).expect("token");
+    pipe.handshake().expect("handshake");
+
+    let mut session = server
+        .resume_connection(&mut pipe.server, client, &token, wall)
+        .expect("Careful Resume is set up");
+    assert_eq!(
+        session.resume.as_ref().map(|set| set.saved_cwnd),
+        Ok(500_000)
+    );
+    let resume = pipe.server.careful_resume().expect("set up");
+    assert_eq!(
+        resume.history(),
+        [(Phase::Normal, Trigger::RttNotValidated)]
+    );
+    assert!(!session.claim_pending());
+    assert_eq!(guard.held(), 0, "nothing claimed");
+
+    server.on_closed(&mut pipe.server, &mut session, wall);
+    quiche::clock::unset();
+}
