@@ -10,26 +10,48 @@
 //! (see [`cr_endpoint::Refusal`]), `cr_resumes_granted`, `cr_jumps`,
 //! `cr_jumps_validated`, `cr_jumps_unused`, `cr_jumps_limited`,
 //! `cr_jumps_retreated`.
+//!
+//! With a Redis guard ([`MetricsEndpoint::serve_with_guard`]), the gauge
+//! `cr_revocations_pending`: revocations of retreated saved sets Redis has
+//! not taken yet ([`RedisGuard::pending_revocations`]). Anything but 0 for
+//! longer than an outage of Redis needs looking into: until a revocation
+//! lands, other servers may resume from its set.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
 use cr_endpoint::{MetricsSnapshot, Refusal, ServerMetrics};
+use cr_guard_redis::RedisGuard;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use crate::error::AppError;
 
-/// Reads the counters afresh at every scrape.
+/// Reads the counters (and the guard's gauge) afresh at every scrape.
 #[derive(Debug)]
-struct Counters(Arc<ServerMetrics>);
+struct Counters {
+    metrics: Arc<ServerMetrics>,
+    guard: Option<Arc<RedisGuard>>,
+}
 
 impl Collector for Counters {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let s: MetricsSnapshot = self.0.snapshot();
+        if let Some(guard) = &self.guard {
+            let pending = i64::try_from(guard.pending_revocations()).unwrap_or(i64::MAX);
+            let gauge = ConstGauge::new(pending);
+            let metric = encoder.encode_descriptor(
+                "cr_revocations_pending",
+                "Revocations of retreated saved sets Redis has not taken yet",
+                None,
+                gauge.metric_type(),
+            )?;
+            gauge.encode(metric)?;
+        }
+        let s: MetricsSnapshot = self.metrics.snapshot();
         let single: [(&str, &str, u64); 10] = [
             ("cr_connections", "Connections accepted", s.connections),
             (
@@ -110,8 +132,17 @@ impl Collector for Counters {
 
 /// The counters in the OpenMetrics text format.
 pub fn render(metrics: &Arc<ServerMetrics>) -> String {
+    render_with_guard(metrics, None)
+}
+
+/// The counters, and the gauge of `guard` if there is one, in the
+/// OpenMetrics text format.
+pub fn render_with_guard(metrics: &Arc<ServerMetrics>, guard: Option<&Arc<RedisGuard>>) -> String {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(Counters(Arc::clone(metrics))));
+    registry.register_collector(Box::new(Counters {
+        metrics: Arc::clone(metrics),
+        guard: guard.cloned(),
+    }));
     let mut text = String::new();
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
@@ -128,6 +159,16 @@ pub struct MetricsEndpoint {
 impl MetricsEndpoint {
     /// Listens on `listen` and serves `metrics` from a new thread.
     pub fn serve(listen: SocketAddr, metrics: Arc<ServerMetrics>) -> Result<Self, AppError> {
+        MetricsEndpoint::serve_with_guard(listen, metrics, None)
+    }
+
+    /// Listens on `listen` and serves `metrics`, and the gauge of the Redis
+    /// `guard` the server claims in if it has one, from a new thread.
+    pub fn serve_with_guard(
+        listen: SocketAddr,
+        metrics: Arc<ServerMetrics>,
+        guard: Option<Arc<RedisGuard>>,
+    ) -> Result<Self, AppError> {
         let server = tiny_http::Server::http(listen)
             .map_err(|e| AppError::Invalid(format!("metrics endpoint on {listen}: {e}")))?;
         let local = server
@@ -145,8 +186,9 @@ impl MetricsEndpoint {
             .name("cr-metrics".into())
             .spawn(move || {
                 for request in serving.incoming_requests() {
-                    let response = tiny_http::Response::from_string(render(&metrics))
-                        .with_header(content_type.clone());
+                    let page = render_with_guard(&metrics, guard.as_ref());
+                    let response =
+                        tiny_http::Response::from_string(page).with_header(content_type.clone());
                     if let Err(e) = request.respond(response) {
                         log::debug!("metrics scrape not answered: {e}");
                     }
@@ -172,5 +214,56 @@ impl Drop for MetricsEndpoint {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cr_endpoint::ex_token::{
+        AddressPrefixes, RemoteEndpoint, SavedSet, SetId, SiteId, TokenGuard,
+    };
+    use cr_guard_redis::testing::RedisServer;
+    use cr_guard_redis::RedisGuardConfig;
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    fn set() -> SavedSet {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("after 1970");
+        let expiry = UNIX_EPOCH + Duration::from_secs(now.as_secs() + 3600);
+        SavedSet {
+            id: SetId(1),
+            endpoint: RemoteEndpoint::new(
+                SiteId(0),
+                [192, 0, 2, 1].into(),
+                AddressPrefixes::SAME_NETWORK,
+            ),
+            measured_at: expiry - Duration::from_secs(3600),
+            expiry,
+        }
+    }
+
+    #[test]
+    fn a_redis_guard_shows_its_revocations_waiting_for_redis() {
+        let metrics = Arc::new(ServerMetrics::default());
+        assert!(!render(&metrics).contains("cr_revocations_pending"));
+
+        let mut redis = RedisServer::start();
+        let config = RedisGuardConfig {
+            claim_timeout: Duration::from_secs(2),
+            ..Default::default()
+        };
+        let guard = Arc::new(RedisGuard::connect(&redis.url(), config).expect("guard"));
+        let gauge = |guard: &Arc<RedisGuard>| {
+            render_with_guard(&metrics, Some(guard))
+                .lines()
+                .find(|line| line.starts_with("cr_revocations_pending "))
+                .map(str::to_owned)
+        };
+        assert_eq!(gauge(&guard).as_deref(), Some("cr_revocations_pending 0"));
+        redis.stop();
+        guard.revoke(&set(), SystemTime::now());
+        assert_eq!(gauge(&guard).as_deref(), Some("cr_revocations_pending 1"));
     }
 }

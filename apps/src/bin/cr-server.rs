@@ -119,8 +119,8 @@ fn parse_prefixes(spec: &str) -> Result<AddressPrefixes, String> {
     Ok(AddressPrefixes { v4, v6 })
 }
 
-/// The guard `--guard` names; `None` for the in-memory one.
-fn guard(spec: &str, claim_timeout: Duration) -> Result<Option<SharedGuard>, AppError> {
+/// The Redis guard `--guard` names; `None` for the in-memory one.
+fn guard(spec: &str, claim_timeout: Duration) -> Result<Option<Arc<RedisGuard>>, AppError> {
     if spec == "memory" {
         return Ok(None);
     }
@@ -140,6 +140,7 @@ fn guard(spec: &str, claim_timeout: Duration) -> Result<Option<SharedGuard>, App
 
 fn run(args: Args) -> Result<(), AppError> {
     let (token_keys, loaded) = load_key_ring(&args.token_key, args.rotate)?;
+    let redis = guard(&args.guard, args.claim_timeout)?;
     let max_jump = args
         .max_jump
         .map(|b| usize::try_from(b.0).unwrap_or(usize::MAX));
@@ -149,7 +150,7 @@ fn run(args: Args) -> Result<(), AppError> {
         key: args.key,
         token_keys,
         token_key_file: Some(args.token_key.clone()),
-        guard: guard(&args.guard, args.claim_timeout)?,
+        guard: redis.clone().map(|guard| -> SharedGuard { guard }),
         qlog_dir: args.qlog_dir,
         cc: args.cc,
         slow_start: args.slow_start,
@@ -173,7 +174,7 @@ fn run(args: Args) -> Result<(), AppError> {
     );
     let _metrics = match args.metrics {
         Some(listen) => {
-            let endpoint = MetricsEndpoint::serve(listen, server.metrics())?;
+            let endpoint = MetricsEndpoint::serve_with_guard(listen, server.metrics(), redis)?;
             eprintln!(
                 "cr-server: metrics on http://{}/metrics",
                 endpoint.local_addr()
