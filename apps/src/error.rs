@@ -8,8 +8,6 @@ use std::path::PathBuf;
 
 use cr_serve::ServeError;
 
-use crate::keys::KeyFileError;
-
 /// What can stop a server, client or relay.
 #[derive(Debug)]
 pub enum AppError {
@@ -70,5 +68,49 @@ impl From<ServeError> for AppError {
 impl From<cr_endpoint::Error> for AppError {
     fn from(e: cr_endpoint::Error) -> Self {
         AppError::Endpoint(e)
+    }
+}
+
+/// Why a key ring file was refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum KeyFileError {
+    /// The path is a symbolic link. Key files are never read or written
+    /// through a link, which whoever can write its directory could point
+    /// elsewhere.
+    Symlink,
+    /// The path is not a regular file (a directory, a FIFO, a device).
+    NotAFile,
+    /// Group or others may access the file; the value is its permission
+    /// bits. Key files must be `0600` or stricter (`chmod 600 <file>`).
+    Permissions(u32),
+    /// The contents are not a key ring file; the message says where and
+    /// why, never quoting key material.
+    Format(String),
+    /// The operating system refused an operation; the string says which.
+    Io(&'static str, io::Error),
+}
+
+impl fmt::Display for KeyFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Symlink => f.write_str("is a symbolic link; name the key file itself"),
+            Self::NotAFile => f.write_str("is not a regular file"),
+            Self::Permissions(mode) => write!(
+                f,
+                "has mode {mode:04o}: group and others must have no access (chmod 600)"
+            ),
+            Self::Format(why) => f.write_str(why),
+            Self::Io(what, e) => write!(f, "{what}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for KeyFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(_, e) => Some(e),
+            _ => None,
+        }
     }
 }

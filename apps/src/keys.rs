@@ -50,54 +50,11 @@ use cr_endpoint::ex_token::{KeyRing, Rng, SystemRng, TokenKey, KEY_LEN, MAX_PREV
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::AppError;
+pub use crate::error::KeyFileError;
 
 /// Largest key ring file read: a full ring is about 300 bytes, comments
 /// included a few more; anything near this is not a key file.
 const MAX_FILE_LEN: u64 = 64 * 1024;
-
-/// Why a key ring file was refused.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum KeyFileError {
-    /// The path is a symbolic link. Key files are never read or written
-    /// through a link, which whoever can write its directory could point
-    /// elsewhere.
-    Symlink,
-    /// The path is not a regular file (a directory, a FIFO, a device).
-    NotAFile,
-    /// Group or others may access the file; the value is its permission
-    /// bits. Key files must be `0600` or stricter (`chmod 600 <file>`).
-    Permissions(u32),
-    /// The contents are not a key ring file; the message says where and
-    /// why, never quoting key material.
-    Format(String),
-    /// The operating system refused an operation; the string says which.
-    Io(&'static str, io::Error),
-}
-
-impl fmt::Display for KeyFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Symlink => f.write_str("is a symbolic link; name the key file itself"),
-            Self::NotAFile => f.write_str("is not a regular file"),
-            Self::Permissions(mode) => write!(
-                f,
-                "has mode {mode:04o}: group and others must have no access (chmod 600)"
-            ),
-            Self::Format(why) => f.write_str(why),
-            Self::Io(what, e) => write!(f, "{what}: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for KeyFileError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io(_, e) => Some(e),
-            _ => None,
-        }
-    }
-}
 
 /// Key material with its id, as kept in a key file. Its bytes are cleared
 /// when it is dropped, and its `Debug` output shows the id only.
