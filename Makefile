@@ -5,7 +5,7 @@ FORK := quiche/fork.sh
 FUZZ_SECONDS ?= 20
 export FUZZ_SECONDS
 
-.PHONY: all setup setup-test setup-fuzz quiche quiche-export quiche-check quiche-tooling-test quiche-test sim-guards build fmt fmt-check clippy \
+.PHONY: all setup setup-test setup-fuzz quiche quiche-export quiche-check quiche-tooling-test quiche-test sim-guards release-loopback build fmt fmt-check clippy \
         test test-workspace bench demo fuzz fuzz-seeds
 
 all: build
@@ -63,13 +63,24 @@ sim-guards: setup quiche
 	$(CARGO) test --release -p cr-sim --test targets --test session
 
 ## test: formatting, lints, all workspace tests, the fork check, upstream's suite, a short fuzz run
-test: setup-test fmt-check clippy test-workspace sim-guards quiche-check quiche-tooling-test quiche-test fuzz
+## release-loopback: the tests that run real connections over loopback (tokio-quiche, interop, cr-server's programs), against release builds: a path only a fast handshake takes (one loopback round trip well under a millisecond) shows in release and not in debug
+.PHONY: release-loopback
+release-loopback: setup quiche
+	$(CARGO) test --release -p quiche-cr-tests --test tokio_quiche --test interop --test stateless_reset
+	$(CARGO) test --release -p cr-apps --test loopback --test restart --test fleet
+
+test: setup-test fmt-check clippy test-workspace sim-guards release-loopback quiche-check quiche-tooling-test quiche-test fuzz
 
 ## bench: criterion benchmarks (results in target/criterion); the Redis guard's claims/s and latency; server CPU and packets per MiB (loopback_cost)
 bench: setup quiche
 	$(CARGO) bench -p quiche-cr-benches
 	$(CARGO) bench -p cr-guard-redis
 	$(CARGO) bench -p cr-apps --bench loopback_cost
+
+## results: run the simulator's suite and rewrite the figures README.md and docs/results.md quote from it (the blocks between `<!-- cr-sim results: NAME -->` and `<!-- /cr-sim results -->`); make sim-guards fails when a committed block differs from what the code gives
+.PHONY: results
+results: setup quiche
+	$(CARGO) run --release -p cr-sim -- results README.md docs/results.md
 
 ## demo: Careful Resume on a simulated GEO satellite link: times, speed-ups, SVG plots (target/cr-demo/)
 demo: setup quiche

@@ -608,7 +608,7 @@ impl CrowdReport {
         }
     }
 
-    /// The targets that this crowd misses, in words (empty: all
+    /// The crowd targets this crowd misses, in words (empty: all
     /// met): median completion at most the baseline's, p95 at most 1.1 x
     /// the baseline's, lost packets at most 1.5 x the baseline's, Jain's
     /// fairness at least 0.9 and, with an incumbent, its share at least

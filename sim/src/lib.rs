@@ -178,6 +178,7 @@ pub mod packing;
 pub mod parallel;
 pub mod qlog_capture;
 pub mod report;
+pub mod results;
 pub mod rng;
 pub mod scenario;
 pub mod session;

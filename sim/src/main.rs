@@ -72,6 +72,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Runs the suite and rewrites the simulator's figures in the given
+    /// Markdown files: the blocks between `<!-- cr-sim results: NAME -->`
+    /// and `<!-- /cr-sim results -->` (`make results`).
+    Results {
+        /// The files to rewrite.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// GEO satellite link, 1 MiB and 10 MiB, first versus resumed, with plots.
     Demo {
         /// Folder for the plots and qlog traces.
@@ -382,6 +390,37 @@ fn run(command: Command) -> Result<(), String> {
                 println!("{}", to_json(&report)?);
             } else {
                 print!("{}", table::cgnat(&report));
+            }
+            Ok(())
+        }
+        Command::Results { files } => {
+            let results = suite::run(suite::cases());
+            let crowds = suite::run_crowds(suite::crowd_cases());
+            let first =
+                first_connections::run(&[CongestionControl::Cubic, CongestionControl::Reno]);
+            let without_budget = suite::crowd_cases()
+                .into_iter()
+                .map(|mut case| {
+                    case.crowd.jump_budget = false;
+                    case
+                })
+                .collect();
+            let without_budget = suite::run_crowds(without_budget);
+            let mut blocks = cr_sim::results::blocks(&results, &crowds);
+            blocks.push(cr_sim::results::budget_block(&crowds, &without_budget));
+            blocks.push(cr_sim::results::first_connections_block(&first));
+            for file in files {
+                let doc = std::fs::read_to_string(&file)
+                    .map_err(|e| format!("reading {}: {e}", file.display()))?;
+                let (updated, found) = cr_sim::results::update(&doc, &blocks);
+                if found == 0 {
+                    return Err(format!("{}: no `cr-sim results` block", file.display()));
+                }
+                if updated != doc {
+                    std::fs::write(&file, updated)
+                        .map_err(|e| format!("writing {}: {e}", file.display()))?;
+                }
+                println!("{}: {found} block(s) written", file.display());
             }
             Ok(())
         }

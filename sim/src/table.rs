@@ -123,7 +123,7 @@ pub fn crowd_rows(name: &str, report: &CrowdReport) -> Vec<Vec<String>> {
     ]
 }
 
-/// The targets for a crowd against its baseline, in one line.
+/// A crowd's targets against its baseline, in one line.
 pub fn crowd_verdict(report: &CrowdReport) -> String {
     let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}x"));
     let missed = report.missed_targets();

@@ -184,7 +184,7 @@ fn same_seed_same_report() {
     assert_eq!(json(&report(&scenario)), json(&report(&scenario)));
 }
 
-/// Wall time of the performance case: 10 MiB at 10 Mbit/s and
+/// Wall time of the simulator's performance case: 10 MiB at 10 Mbit/s and
 /// 600 ms, both connections of the session (target: under 1 s, release
 /// build). Measured: 0.70 s for the session once quiche patch 0009 made
 /// `SendBuf::emit` linear after retransmissions (3.1 s before it). The bound

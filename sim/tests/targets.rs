@@ -1,4 +1,4 @@
-//! The Careful Resume targets of the issues, each guarded with a margin.
+//! The Careful Resume targets, each guarded with a margin.
 //!
 //! Runs are bit-identical for a seed, so each margin only needs to absorb
 //! deliberate changes elsewhere (quiche patches, the CR policy), not noise;
@@ -630,7 +630,7 @@ fn crowd_results() -> &'static [suite::CrowdResult] {
 /// Mbit/s, 600 ms, 1 MiB) 0.72 x the baseline's median, 0 lost either way;
 /// crowd-50 0.93 x, p95 0.95 x, lost 0 against 1,135, Jain 0.944, 35 of
 /// 50 jump; crowd-100-bbr2 1.00 x (none jumps: a hundredth of a jump is
-/// less than the initial window), lost 0.91 x. The issue's real-socket
+/// less than the initial window), lost 0.91 x. The real-socket
 /// probe (10 clients, 2 MiB at 300 ms, each saved the path's BDP) meets
 /// them with CUBIC: 0 lost against 0, median 0.88 x (1,782 lost
 /// before a lowered jump that met a queue ended slow start, 57 while it
@@ -684,7 +684,7 @@ fn a_resumed_crowd_is_no_slower_than_its_baseline() {
     }
 }
 
-/// The budget is what keeps the crowd's losses down: the issue's probe
+/// The budget is what keeps the crowd's losses down: the probe
 /// (10 clients, 2 MiB at 300 ms) with every jump in full loses 6,189
 /// packets (with the budget none; the test asks for more than three times
 /// as many), and its jumps retreat.
@@ -712,4 +712,25 @@ fn without_the_jump_budget_the_probe_crowd_floods_the_bottleneck() {
         shared.resume.lost_packets
     );
     assert!(unshared.retreated > 0, "{unshared:?}");
+}
+
+/// The simulator's figures that README.md and docs/results.md quote are
+/// what the code gives: `make results` writes them from the suite, and a
+/// figure edited by hand, or left behind by a change, fails here. (The
+/// crowds beside a long download and the first-connection sweep are
+/// written by `make results` too, but take too long to run here.)
+#[test]
+fn the_docs_quote_the_suite_as_it_runs() {
+    let blocks = cr_sim::results::blocks(suite_results(), crowd_results());
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for file in ["README.md", "docs/results.md"] {
+        let doc = std::fs::read_to_string(workspace.join(file)).expect("the doc");
+        let (_, found) = cr_sim::results::update(&doc, &blocks);
+        assert!(found > 0, "{file} quotes no simulator block");
+        let stale = cr_sim::results::stale(&doc, &blocks);
+        assert!(
+            stale.is_empty(),
+            "{file}: blocks {stale:?} differ from what the suite gives; run make results"
+        );
+    }
 }
