@@ -5,7 +5,7 @@ FORK := quiche/fork.sh
 FUZZ_SECONDS ?= 20
 export FUZZ_SECONDS
 
-.PHONY: all setup setup-test setup-fuzz quiche quiche-export quiche-check quiche-tooling-test quiche-test sim-guards release-loopback build fmt fmt-check clippy \
+.PHONY: all setup setup-test setup-fuzz quiche quiche-export quiche-check quiche-tooling-test quiche-test sim-guards release-loopback package-check doc-check build fmt fmt-check clippy \
         test test-workspace bench demo fuzz fuzz-seeds
 
 all: build
@@ -69,7 +69,16 @@ release-loopback: setup quiche
 	$(CARGO) test --release -p quiche-cr-tests --test tokio_quiche --test interop --test stateless_reset
 	$(CARGO) test --release -p cr-apps --test loopback --test restart --test fleet
 
-test: setup-test fmt-check clippy test-workspace sim-guards release-loopback quiche-check quiche-tooling-test quiche-test fuzz
+## package-check: the library crates a registry would take (careful-resume, ex-token, qlog-cr) package and build on their own
+.PHONY: package-check doc-check
+package-check:
+	$(CARGO) package --allow-dirty --quiet -p careful-resume -p ex-token -p qlog-cr
+
+## doc-check: the workspace's documentation builds without a warning (broken links, undocumented public items)
+doc-check: setup quiche
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --quiet
+
+test: setup-test fmt-check clippy test-workspace sim-guards release-loopback package-check doc-check quiche-check quiche-tooling-test quiche-test fuzz
 
 ## bench: criterion benchmarks (results in target/criterion); the Redis guard's claims/s and latency; server CPU and packets per MiB (loopback_cost)
 bench: setup quiche
