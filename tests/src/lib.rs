@@ -83,7 +83,8 @@ pub fn opaque_client_at(local: SocketAddr, token: Option<&[u8]>, id: u8) -> quic
     conn
 }
 
-/// The wall-clock time a [`Harness`] starts at (2026-01-01).
+/// The wall-clock time a [`Harness`] starts at (2026-01-01), unless made
+/// with [`Harness::with_guard_from`].
 pub fn wall_start() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_767_225_600)
 }
@@ -161,6 +162,20 @@ impl<G: TokenGuard> Harness<G> {
     /// A server running `cc` over a path with `rtt`, claiming saved sets
     /// in `guard`.
     pub fn with_guard(cc: quiche::CongestionControlAlgorithm, rtt: Duration, guard: G) -> Self {
+        Harness::with_guard_from(cc, rtt, guard, wall_start())
+    }
+
+    /// [`Harness::with_guard`] with the wall clock starting at `wall`
+    /// rather than [`wall_start`]: for a guard that keeps time by a clock
+    /// of its own, such as Redis, which forgets a record at the set's
+    /// expiry by its own clock (`PEXPIREAT`) and so needs wall times near
+    /// the real now.
+    pub fn with_guard_from(
+        cc: quiche::CongestionControlAlgorithm,
+        rtt: Duration,
+        guard: G,
+        wall: SystemTime,
+    ) -> Self {
         let mut rng = SimRng::new(7);
         let key = TokenKey::generate(1, &mut rng).expect("key");
         let tokens = TokenServer::new(KeyRing::new(key), rng, Default::default());
@@ -172,7 +187,7 @@ impl<G: TokenGuard> Harness<G> {
             server,
             server_config,
             now: Instant::now() + Duration::from_secs(86_400),
-            wall: wall_start(),
+            wall,
             one_way: rtt / 2,
             client: CLIENT.parse().expect("address"),
             server_loop: ServerLoop::Interleaved,
