@@ -183,8 +183,13 @@ fn a_token_is_good_for_one_resumption_only() {
     let replayed = harness.download(opaque_client(Some(&token), 3), FIRST, |_| false);
 
     assert!(resumed.server.session.resume.is_ok());
-    // The resumed connection measured the path anew: its own set is the
-    // network's newest, and the replayed one is superseded.
+    // The resumed connection jumped, and went on observing once Careful
+    // Resume had ended.
+    let resume = resumed.server.conn.careful_resume().expect("resumed");
+    assert!(resume.jumped());
+    assert_eq!(resume.phase(), Phase::Normal);
+    // It measured the path anew: its own set is the network's newest, and
+    // the replayed one is superseded.
     assert_eq!(
         replayed.server.session.resume.unwrap_err(),
         cr_endpoint::ex_token::NoResume::Superseded

@@ -16,6 +16,8 @@ use quiche_cr_tests::{newest_token, opaque_client, Harness};
 
 const RTT: Duration = Duration::from_millis(600);
 const SIZE: usize = 2 * 1024 * 1024;
+/// quiche's initial window: ten datagrams of 1200 bytes.
+const INITIAL_WINDOW: usize = 12_000;
 
 /// A guard whose answers (a [`MemoryGuard`]'s) are held back until the
 /// test releases them, as a guard across the network would be late.
@@ -114,12 +116,22 @@ fn without_an_answer_the_jump_is_held_and_the_set_never_handed_on() {
     let token = token(&mut harness);
     let presented = harness.metrics().bdp_tokens_minted;
 
-    let mut second = harness.download(opaque_client(Some(&token), 2), SIZE, |_| false);
+    // The server's window after each packet it sent in Reconnaissance.
+    let mut reconnaissance = Vec::new();
+    let mut second = harness.download(opaque_client(Some(&token), 2), SIZE, |conn| {
+        if conn.careful_resume().map(|r| r.phase()) == Some(Phase::Reconnaissance) {
+            reconnaissance.push(conn.path_stats().next().expect("a path").cwnd);
+        }
+        false
+    });
 
     // Held in Reconnaissance, whose window grows by slow start until the
     // jump has nothing to offer: no jump; the set it never had is not
     // handed on, and what it measured waits for the answer (a set of its
     // own would supersede the presented one).
+    assert_eq!(reconnaissance.first(), Some(&INITIAL_WINDOW));
+    let largest = reconnaissance.iter().max().copied().unwrap_or_default();
+    assert!(largest > 4 * INITIAL_WINDOW, "{largest}");
     assert!(second.server.session.claim_pending());
     assert_eq!(triggers(&second.trace), ["congestion_window_limited"]);
     let resume = second.server.conn.careful_resume().expect("set up");

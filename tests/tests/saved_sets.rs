@@ -183,6 +183,9 @@ fn a_set_handed_on_every_ten_minutes_expires_an_hour_after_its_measurement() {
     harness.wait(Duration::from_secs(600));
     let late = harness.download(opaque_client(Some(&token), 9), SHORT, |_| false);
     assert_eq!(late.server.session.resume, Err(NoResume::Expired));
+    // Careful Resume is not used: a start like any first connection's.
+    assert!(late.server.conn.careful_resume().is_none());
+    assert!(late.trace.phase_changes.is_empty());
 }
 
 #[test]

@@ -326,6 +326,12 @@ fn rtt_exceeded_ends_unvalidated_through_quiche() {
                 assert_eq!(path.srtt(), RTT);
                 assert_eq!(path.phase(), Phase::Unvalidated, "{cc:?}: one RTT");
                 assert_eq!(changes.len(), 1);
+                // The ACK reached the server while Unvalidated: PipeSize
+                // took in every byte it acknowledged, and the window did not
+                // grow.
+                let resume = path.pipe.server.careful_resume().expect("resuming");
+                assert_eq!(resume.pipesize() as u64, 2 * IW, "{cc:?}");
+                assert_eq!(path.cwnd(), JUMP, "{cc:?}");
                 continue;
             }
             // 120 ms since the jump, against a current RTT of 100 ms x 7/8
@@ -824,7 +830,9 @@ fn sent_in_safe_retreat(cc: Cc) -> Retreat {
     let mut in_retreat = unacked.clone();
     in_retreat.retain(|sent| sent.phase == Some(Phase::SafeRetreat));
     let mut acked = bytes(&arrived);
+    let mut windows = Vec::new();
     while path.phase() == Phase::SafeRetreat {
+        windows.push(path.cwnd());
         // Less than the response has left: the rest is queued.
         let sent_so_far = bytes(&initial) + bytes(&jump) + bytes(&in_retreat);
         assert!(sent_so_far < path.body.len() as u64, "{cc:?}: nothing left");
@@ -843,6 +851,7 @@ fn sent_in_safe_retreat(cc: Cc) -> Retreat {
         path,
         sent: in_retreat,
         frozen,
+        windows,
         acked,
         unacked,
     }
@@ -855,6 +864,9 @@ struct Retreat {
     sent: Vec<Sent>,
     /// The window Safe Retreat set.
     frozen: u64,
+    /// The server's window at each ACK that found it still in Safe Retreat,
+    /// the data still queued.
+    windows: Vec<u64>,
     /// Acknowledged from the ACK that began Safe Retreat to the one that
     /// ended it.
     acked: u64,
@@ -871,8 +883,16 @@ struct Retreat {
 #[test]
 fn safe_retreat_sends_no_more_than_its_frozen_window_with_data_queued_through_quiche() {
     for cc in [Cc::Reno, Cc::CUBIC] {
-        let Retreat { sent, frozen, .. } = sent_in_safe_retreat(cc);
+        let Retreat {
+            sent,
+            frozen,
+            windows,
+            ..
+        } = sent_in_safe_retreat(cc);
         assert_eq!(frozen, retreat_window(IW), "{cc:?}");
+        // The window never grew, at any ACK of Safe Retreat.
+        assert!(windows.len() > 1, "{cc:?}: {windows:?}");
+        assert!(windows.iter().all(|&w| w == frozen), "{cc:?}: {windows:?}");
         assert!(
             bytes(&sent) <= frozen,
             "{cc:?}: {} bytes sent",
