@@ -49,6 +49,11 @@ pub enum ClaimOutcome {
     Superseded,
     /// The set led to a Safe Retreat: it must never be used again.
     Revoked,
+    /// The set was measured later than the guard's own clock by more than
+    /// [`crate::MAX_CLOCK_SKEW`] (a guard with a clock of its own, such as
+    /// Redis's, answers it): it was minted by a server whose clock is ahead,
+    /// and is not used until the guard's clock has caught up.
+    ClockSkew,
     /// The guard could not record the claim (full, unreachable, timed out,
     /// an unexpected reply): refusing is the safe answer.
     Unavailable,
@@ -68,6 +73,7 @@ impl ClaimOutcome {
             ClaimOutcome::Taken => Some(NoResume::AlreadyInUse),
             ClaimOutcome::Superseded => Some(NoResume::Superseded),
             ClaimOutcome::Revoked => Some(NoResume::Revoked),
+            ClaimOutcome::ClockSkew => Some(NoResume::ClockSkew),
             ClaimOutcome::Pending | ClaimOutcome::Unavailable => Some(NoResume::GuardUnavailable),
         }
     }

@@ -68,7 +68,8 @@ pub enum NoResume {
     Expired,
     /// The set was measured later than now by more than
     /// [`crate::MAX_CLOCK_SKEW`]: the server that minted it has a clock
-    /// ahead of this one's.
+    /// ahead of this one's (or of the guard's:
+    /// [`crate::ClaimOutcome::ClockSkew`]).
     ClockSkew,
     /// The client is outside the network the parameters were saved for.
     AddressMismatch,

@@ -23,10 +23,11 @@
 //! [`ClaimOutcome::Unavailable`] at once) and returns a [`Claim`]; records
 //! and releases are queued the same way and answer nothing. The worker
 //! drains everything queued and sends it as one pipeline, in the order it
-//! was queued. The script's reply `granted`, `taken`, `superseded` or
-//! `revoked` answers a claim; anything else (an error reply, another type,
-//! bytes that are not Redis protocol, no reply before the claim's deadline,
-//! a broken connection) answers [`ClaimOutcome::Unavailable`]. The key is
+//! was queued. The script's reply `granted`, `taken`, `superseded`,
+//! `revoked` or `ahead` (measured ahead of Redis's clock) answers a claim;
+//! anything else (an error reply, another type, bytes that are not Redis
+//! protocol, no reply before the claim's deadline, a broken connection)
+//! answers [`ClaimOutcome::Unavailable`]. The key is
 //! derived only from the Remote Endpoint and the set, which the server
 //! read from a token it authenticated, never from bytes off the network.
 //!
@@ -71,7 +72,12 @@
 //! - **Clocks.** `PEXPIREAT` is absolute: Redis forgets a record at the
 //!   set's expiry by its own clock. Servers and Redis need clocks that agree (NTP)
 //!   to well within a set's lifetime; a claim whose expiry is already past by
-//!   Redis's clock is granted and not remembered.
+//!   Redis's clock is granted and not remembered. Redis's clock is also the
+//!   fleet's reference for measurement times: a set measured more than
+//!   [`ex_token::MAX_CLOCK_SKEW`] ahead of it (a server whose clock runs
+//!   ahead) is refused ([`ClaimOutcome::ClockSkew`]) and never recorded as
+//!   its Remote Endpoint's newest, so it cannot supersede the sets of the
+//!   servers whose clocks are right (see [`SCRIPT`]).
 //! - **Unavailable is a refusal.** A connection whose claim is not granted,
 //!   for whatever reason, does not resume from the set (fail closed); a
 //!   claim answered [`ClaimOutcome::Unavailable`] after Redis recorded it
@@ -173,18 +179,39 @@ impl std::error::Error for Error {
 
 /// The script every operation runs: [`ex_token::decide`]'s rules on the
 /// record `KEYS[1]`, for `ARGV` = operation (`claim`, `mint`, `release`,
-/// `revoke`), set id (16 hex digits), measured at and expiry (unix ms).
+/// `revoke`), set id (16 hex digits), measured at and expiry (unix ms), and
+/// the clock skew allowed ([`ex_token::MAX_CLOCK_SKEW`], ms).
+///
+/// One rule more than `decide`'s, by Redis's own clock (`TIME`): a set
+/// measured later than Redis's now plus the skew was minted by a server
+/// whose clock is ahead. Its claim is answered `ahead`
+/// ([`ClaimOutcome::ClockSkew`]) and its mint is not recorded, so it
+/// supersedes nothing. Its revocation is recorded as `decide` says: no set
+/// measured ahead is granted here, so one comes only from a grant made
+/// before (by a guard without this rule), and a retreated set must stay
+/// dead. A free record measured beyond the horizon (a mint recorded by a
+/// guard without this rule) gives way to any set: no connection used it.
+/// A claimed or revoked one does not (the set must not be used again).
+/// Writing after `TIME` needs the script's effects replicated rather than
+/// the script, the default since Redis 5; the script asks for it on
+/// Redis 4.
 pub const SCRIPT: &str = r#"
 local op, id, at, expiry = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+if redis.replicate_commands then redis.replicate_commands() end
+local time = redis.call('TIME')
+local horizon = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) + tonumber(ARGV[5])
 local record = redis.call('HMGET', KEYS[1], 'id', 'at', 'state')
 local rid, rat, state = record[1], tonumber(record[2]), record[3]
 local current = rid == id
-local newer = (not rid) or at > rat
+local ahead = at > horizon
+local stale = rat ~= nil and rat > horizon and state == 'free'
+local newer = (not rid) or at > rat or stale
 local function write(s)
   redis.call('HSET', KEYS[1], 'id', id, 'at', ARGV[3], 'state', s)
   redis.call('PEXPIREAT', KEYS[1], expiry)
 end
 if op == 'claim' then
+  if ahead then return 'ahead' end
   if current then
     if state == 'free' then
       redis.call('HSET', KEYS[1], 'state', 'claimed')
@@ -199,7 +226,8 @@ if op == 'claim' then
   end
   return 'superseded'
 elseif op == 'mint' then
-  if not rid or (not current and at >= rat) then write('free') end
+  if ahead then return 'ok' end
+  if not rid or (not current and (at >= rat or stale)) then write('free') end
 elseif op == 'release' then
   if current and state == 'claimed' then redis.call('HSET', KEYS[1], 'state', 'free') end
 elseif op == 'revoke' then
@@ -211,6 +239,9 @@ elseif op == 'revoke' then
 end
 return 'ok'
 "#;
+
+/// [`ex_token::MAX_CLOCK_SKEW`] in milliseconds, for the script.
+const MAX_CLOCK_SKEW_MS: u64 = ex_token::MAX_CLOCK_SKEW.as_millis() as u64;
 
 /// How often the worker repeats its error line while revocations wait.
 const REVOCATION_LOG_INTERVAL: Duration = Duration::from_secs(10);
@@ -674,6 +705,7 @@ impl Worker {
                     b"taken" => ClaimOutcome::Taken,
                     b"superseded" => ClaimOutcome::Superseded,
                     b"revoked" => ClaimOutcome::Revoked,
+                    b"ahead" => ClaimOutcome::ClockSkew,
                     b"ok" if request.deadline().is_none() => ClaimOutcome::Pending,
                     _ => ClaimOutcome::Unavailable,
                 },
@@ -743,7 +775,8 @@ impl Worker {
                 .arg(op_name(&r.op))
                 .arg(format!("{:016x}", r.set.id.0))
                 .arg(r.set.measured_at_ms())
-                .arg(r.expiry_ms);
+                .arg(r.expiry_ms)
+                .arg(MAX_CLOCK_SKEW_MS);
         }
         connection.request(&pipe.get_packed_pipeline(), batch.len(), deadline, replies)
     }

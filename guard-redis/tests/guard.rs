@@ -16,7 +16,7 @@ use ex_token::{
     AddressPrefixes, ClaimOutcome, RemoteEndpoint, SavedSet, SetId, SiteId, TokenGuard,
 };
 
-use ClaimOutcome::{Granted, Revoked, Superseded, Taken, Unavailable};
+use ClaimOutcome::{ClockSkew, Granted, Revoked, Superseded, Taken, Unavailable};
 
 /// The claim timeout of the tests of faults, where claims are meant to
 /// time out.
@@ -195,6 +195,8 @@ fn the_record_key_is_the_prefix_and_remote_endpoint_and_lives_until_the_set_expi
     let guard = guard_with_prefix(&redis.url(), "fleet-a:");
     let expiry = UNIX_EPOCH + Duration::from_millis(32_503_680_000_123); // 3000-01-01
     let id = 0x0123_4567_89ab_cdef;
+    // Measured now (a set measured ahead of Redis's clock is refused).
+    let set = |id, expiry| set_at(id, 0, SystemTime::now(), expiry);
     assert_eq!(guard.claim(&set(id, expiry), SystemTime::now()), Granted);
 
     let mut raw = redis.connection();
@@ -248,7 +250,7 @@ fn await_record(redis: &RedisServer, set: &SavedSet, expected: [&str; 2]) {
 fn the_newest_set_of_a_network_supersedes_the_older_across_servers() {
     let redis = RedisServer::start();
     let (a, b) = (patient(&redis.url()), patient(&redis.url()));
-    let t0 = expiry() - Duration::from_secs(3000);
+    let t0 = expiry() - Duration::from_secs(3600);
     let older = set_at(1, 42, t0, expiry());
     let newer = set_at(2, 42, t0 + Duration::from_secs(1), expiry());
     // Two connections of one client network, each without a token, mint
@@ -347,6 +349,32 @@ fn every_revocation_made_while_redis_is_down_lands_beyond_the_queue_bound() {
     for set in &retreated {
         assert_eq!(after.claim(set, SystemTime::now()), Revoked);
     }
+}
+
+/// A server whose clock runs an hour ahead mints and claims a set
+/// "measured" an hour from now: Redis's clock refuses it, records none of
+/// it, and the set of a server whose clock is right is granted after it,
+/// on the same connection (the refusal is an answer, not a fault: a fault
+/// would make the guard back off for a minute here).
+#[test]
+fn a_set_measured_ahead_of_redis_clock_is_refused_and_supersedes_nothing() {
+    let redis = RedisServer::start();
+    let config = RedisGuardConfig {
+        claim_timeout: PATIENT,
+        reconnect_backoff: Duration::from_secs(60),
+        ..config()
+    };
+    let guard = RedisGuard::connect(&redis.url(), config).unwrap();
+    let expiry = expiry();
+    let right = set_at(40, 40, expiry - Duration::from_secs(3600), expiry);
+    let fast_clock = expiry;
+    let ahead = set_at(41, 40, fast_clock, fast_clock + Duration::from_secs(3600));
+
+    guard.record(&ahead, fast_clock);
+    assert_eq!(guard.claim(&ahead, fast_clock), ClockSkew);
+    assert_eq!(guard.claim(&right, SystemTime::now()), Granted);
+    await_record(&redis, &right, [&format!("{:016x}", 40), "claimed"]);
+    assert_eq!(guard.claim(&ahead, fast_clock), ClockSkew);
 }
 
 /// The guard reads Redis's maxmemory-policy on connecting: noeviction, the

@@ -4,8 +4,10 @@
 //! hold (none; the same set free, claimed or revoked; another set measured
 //! earlier, at the same time or later) meets every event, once through
 //! `decide` and once through the script on a real redis-server; the record
-//! left behind and the answer must agree.
+//! left behind and the answer must agree. One rule is the script's own,
+//! by Redis's clock: sets measured ahead of it beyond the clock skew.
 
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cr_guard_redis::testing::redis::{self, Commands};
@@ -13,18 +15,37 @@ use cr_guard_redis::testing::RedisServer;
 use cr_guard_redis::SCRIPT;
 use ex_token::{
     decide, AddressPrefixes, ClaimOutcome, RemoteEndpoint, SavedSet, SetEvent, SetId, SetRecord,
-    SetState, SiteId,
+    SetState, SiteId, MAX_CLOCK_SKEW,
 };
 
-/// When the set under test was measured (unix ms, a whole second).
-const MEASURED_AT_MS: u64 = 1_800_000_000_000;
+/// When the set under test was measured (unix ms): the last whole second,
+/// by the clock Redis reads too.
+fn measured_at_ms() -> u64 {
+    static AT: OnceLock<u64> = OnceLock::new();
+    *AT.get_or_init(|| {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("after 1970");
+        now.as_secs() * 1000
+    })
+}
+
+/// The clock skew the guard allows, in milliseconds (its fifth argument).
+fn skew_ms() -> u64 {
+    MAX_CLOCK_SKEW.as_millis() as u64
+}
 /// The set under test.
 const ID: SetId = SetId(0x5e7);
 /// Another set of the same Remote Endpoint.
 const OTHER: SetId = SetId(0x0de7);
 
 fn the_set() -> SavedSet {
-    let measured_at = UNIX_EPOCH + Duration::from_millis(MEASURED_AT_MS);
+    set_measured_at(measured_at_ms())
+}
+
+/// The set under test, measured at `at_ms`.
+fn set_measured_at(at_ms: u64) -> SavedSet {
+    let measured_at = UNIX_EPOCH + Duration::from_millis(at_ms);
     SavedSet {
         id: ID,
         endpoint: RemoteEndpoint::new(
@@ -43,10 +64,11 @@ fn records() -> Vec<Option<SetRecord>> {
     for state in [SetState::Free, SetState::Claimed, SetState::Revoked] {
         records.push(Some(SetRecord {
             id: ID,
-            measured_at: MEASURED_AT_MS,
+            measured_at: measured_at_ms(),
             state,
         }));
-        for measured_at in [MEASURED_AT_MS - 1, MEASURED_AT_MS, MEASURED_AT_MS + 1] {
+        let at = measured_at_ms();
+        for measured_at in [at - 1, at, at + 1] {
             records.push(Some(SetRecord {
                 id: OTHER,
                 measured_at,
@@ -91,6 +113,7 @@ fn outcome_of(answer: &str) -> ClaimOutcome {
         "taken" => ClaimOutcome::Taken,
         "superseded" => ClaimOutcome::Superseded,
         "revoked" => ClaimOutcome::Revoked,
+        "ahead" => ClaimOutcome::ClockSkew,
         "ok" => ClaimOutcome::Pending,
         other => panic!("the script answered {other:?}"),
     }
@@ -136,16 +159,43 @@ fn load(con: &mut redis::Connection, key: &str) -> Option<SetRecord> {
     })
 }
 
-#[test]
-fn the_script_applies_decide_to_every_record_and_event() {
-    let redis = RedisServer::start();
-    let mut con = redis.connection();
-    let set = the_set();
+/// Runs the script as the guard does for `event` on `set`, and returns its
+/// answer.
+fn run(con: &mut redis::Connection, key: &str, event: SetEvent, set: &SavedSet) -> String {
+    run_with_skew(con, key, event, set, skew_ms())
+}
+
+/// [`run`] with `skew_ms` for the skew allowed.
+fn run_with_skew(
+    con: &mut redis::Connection,
+    key: &str,
+    event: SetEvent,
+    set: &SavedSet,
+    skew_ms: u64,
+) -> String {
     let expiry_ms = set
         .expiry
         .duration_since(UNIX_EPOCH)
         .expect("after 1970")
         .as_millis() as u64;
+    redis::cmd("EVAL")
+        .arg(SCRIPT)
+        .arg(1)
+        .arg(key)
+        .arg(op_name(event))
+        .arg(format!("{:016x}", set.id.0))
+        .arg(set.measured_at_ms())
+        .arg(expiry_ms)
+        .arg(skew_ms)
+        .query(con)
+        .expect("EVAL")
+}
+
+#[test]
+fn the_script_applies_decide_to_every_record_and_event() {
+    let redis = RedisServer::start();
+    let mut con = redis.connection();
+    let set = the_set();
     let key = "cr:test:rules";
     let mut cases = 0;
     for record in records() {
@@ -158,16 +208,7 @@ fn the_script_applies_decide_to_every_record_and_event() {
             let (expected_record, expected_outcome) = decide(record, &set, event);
 
             store(&mut con, key, record);
-            let answer: String = redis::cmd("EVAL")
-                .arg(SCRIPT)
-                .arg(1)
-                .arg(key)
-                .arg(op_name(event))
-                .arg(format!("{:016x}", set.id.0))
-                .arg(set.measured_at_ms())
-                .arg(expiry_ms)
-                .query(&mut con)
-                .expect("EVAL");
+            let answer = run(&mut con, key, event, &set);
 
             let case = format!("{event:?} on {record:?}");
             assert_eq!(outcome_of(&answer), expected_outcome, "{case}");
@@ -184,4 +225,95 @@ fn the_script_applies_decide_to_every_record_and_event() {
         }
     }
     assert_eq!(cases, 13 * 4);
+}
+
+/// A server whose clock runs an hour ahead of Redis's mints a set "measured"
+/// an hour from now: by `decide`'s rules alone it would be its Remote
+/// Endpoint's newest for two hours, and every set measured by the servers
+/// whose clocks are right would be refused as superseded. The script reads
+/// Redis's clock, refuses such a set beyond the skew and records no mint of
+/// it; a free record dated so far ahead gives way, a claimed or revoked one
+/// never does.
+#[test]
+fn a_set_measured_ahead_of_redis_clock_supersedes_nothing() {
+    let redis = RedisServer::start();
+    let mut con = redis.connection();
+    let key = "cr:test:clock";
+    let now = measured_at_ms();
+    let hour_ahead = now + 3_600_000;
+    let honest = the_set();
+    let ahead = SavedSet {
+        id: OTHER,
+        ..set_measured_at(hour_ahead)
+    };
+    let record = |id: SetId, measured_at: u64, state: SetState| {
+        Some(SetRecord {
+            id,
+            measured_at,
+            state,
+        })
+    };
+
+    // Its mint is not recorded, over nothing or over the honest set, and
+    // its claim is refused as ahead of the clock, the record unchanged.
+    for before in [None, record(ID, now, SetState::Free)] {
+        store(&mut con, key, before);
+        assert_eq!(run(&mut con, key, SetEvent::Minted, &ahead), "ok");
+        assert_eq!(load(&mut con, key), before, "mint over {before:?}");
+        assert_eq!(run(&mut con, key, SetEvent::Claimed, &ahead), "ahead");
+        assert_eq!(load(&mut con, key), before, "claim over {before:?}");
+    }
+
+    // Within the skew a set is anyone's: claimed as `decide` says.
+    let within = SavedSet {
+        id: OTHER,
+        ..set_measured_at(now + skew_ms() / 3)
+    };
+    store(&mut con, key, record(ID, now, SetState::Free));
+    assert_eq!(run(&mut con, key, SetEvent::Claimed, &within), "granted");
+    assert_eq!(
+        load(&mut con, key),
+        record(OTHER, now + skew_ms() / 3, SetState::Claimed)
+    );
+
+    // A free record dated an hour ahead (a mint recorded by a guard without
+    // the rule: no connection used it) gives way to the honest set,
+    // whatever the event.
+    for (event, answer, state) in [
+        (SetEvent::Claimed, "granted", SetState::Claimed),
+        (SetEvent::Minted, "ok", SetState::Free),
+        (SetEvent::Revoked, "ok", SetState::Revoked),
+    ] {
+        store(&mut con, key, record(OTHER, hour_ahead, SetState::Free));
+        assert_eq!(run(&mut con, key, event, &honest), answer, "{event:?}");
+        assert_eq!(load(&mut con, key), record(ID, now, state), "{event:?}");
+    }
+    // A claimed or revoked one stays, as `decide` says: were it replaced,
+    // the set would be granted again once the clock has caught up with it.
+    for state in [SetState::Claimed, SetState::Revoked] {
+        let before = record(OTHER, hour_ahead, state);
+        for event in [SetEvent::Claimed, SetEvent::Minted, SetEvent::Revoked] {
+            store(&mut con, key, before);
+            let (expected_record, expected_outcome) = decide(before, &honest, event);
+            let answer = run(&mut con, key, event, &honest);
+            let case = format!("{event:?} on {before:?}");
+            assert_eq!(outcome_of(&answer), expected_outcome, "{case}");
+            assert_eq!(load(&mut con, key), expected_record, "{case}");
+        }
+    }
+
+    // A revocation of it (only a guard without the rule could have granted
+    // it) is recorded as `decide` says, and keeps the set dead: refused as
+    // ahead now, as revoked once Redis's clock has caught up with it (a
+    // skew an hour and a minute long stands in for the hour passing).
+    store(&mut con, key, record(ID, now, SetState::Free));
+    assert_eq!(run(&mut con, key, SetEvent::Revoked, &ahead), "ok");
+    assert_eq!(
+        load(&mut con, key),
+        record(OTHER, hour_ahead, SetState::Revoked)
+    );
+    assert_eq!(run(&mut con, key, SetEvent::Claimed, &ahead), "ahead");
+    let caught_up = 3_660_000;
+    let claim = run_with_skew(&mut con, key, SetEvent::Claimed, &ahead, caught_up);
+    assert_eq!(claim, "revoked");
 }
