@@ -3,11 +3,9 @@
 //! predecessor's size / the jump window after the one before it, and no
 //! burst in the jump exceeds the initial window.
 //!
-//! One known exception, the packet that ends Unvalidated (the one that
-//! fills the jump window): quiche's glue (patches 0004 and 0008) releases it
-//! in its predecessor's slot, so the last two packets of the jump leave
-//! together. `the_packet_that_fills_the_jump_window_is_paced_too` states the
-//! rule for it and is ignored until the glue is fixed.
+//! The packet that ends Unvalidated (the one that fills the jump window)
+//! is paced like the others: it takes its release slot before the phase
+//! changes (`the_packet_that_fills_the_jump_window_is_paced_too`).
 
 use std::time::Duration;
 
