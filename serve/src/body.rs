@@ -4,7 +4,7 @@
 //! range shows.
 //!
 //! Serving it costs what serving zeros did: a response is cut from one
-//! buffer computed at compile time ([`slice`]), never generated per byte.
+//! buffer computed at compile time ([`slice()`]), never generated per byte.
 //! The pattern repeats every [`PERIOD`] bytes, a prime, so that no
 //! power-of-two chunking (stream frames, 64 KiB writes) lines up with it.
 
@@ -12,7 +12,7 @@
 /// PERIOD)`.
 pub const PERIOD: usize = 65_521;
 
-/// The longest slice [`slice`] returns.
+/// The longest slice [`slice()`] returns.
 pub const MAX_SLICE: usize = 64 * 1024;
 
 /// The byte at `offset` of every body.
