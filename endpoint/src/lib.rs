@@ -36,8 +36,8 @@
 //!    in your `quiche::Config`. For each new connection, call
 //!    [`ResumeServer::accept`] instead of `quiche::accept()`, with the token
 //!    of the client's Initial. A server doing stateless Retry keeps it for
-//!    clients without a token and accepts without Retry an Initial whose
-//!    token [`ResumeServer::recognizes`] (it validates the address).
+//!    clients without a usable token and accepts without Retry an Initial
+//!    whose token [`ResumeServer::recognizes`] (a current token of ours).
 //!    Keep the [`ResumeSession`] beside the connection.
 //! 5. **The loop.** One call, in one place: [`ResumeServer::on_progress`]
 //!    after each `recv()` (before you write to streams; after `send()` and

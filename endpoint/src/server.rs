@@ -8,8 +8,8 @@ use careful_resume::{InitialData, Phase, SavedState, Trigger};
 use quiche::BufFactory;
 
 use ex_token::{
-    Claim, ClaimOutcome, ExToken, KeyRing, MemoryGuard, NoResume, Rng, SavedParameters, SavedPath,
-    SavedSet, SystemRng, TokenGuard, TokenKey, TokenRejected, TokenServer,
+    Claim, ClaimOutcome, KeyRing, MemoryGuard, NoResume, Rng, SavedParameters, SavedPath, SavedSet,
+    SystemRng, TokenGuard, TokenKey, TokenRejected, TokenServer,
 };
 
 use crate::budget::{JumpBudget, JumpShares, Share};
@@ -228,15 +228,21 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         Ok(())
     }
 
-    /// Whether `token` is an extensible token, the kind this server sends
-    /// with NEW_TOKEN (valid or not: [`ResumeServer::accept`] decides), as
-    /// opposed to a Retry token of the application's own. A server doing
-    /// stateless Retry keeps it for clients without a token, checks its
-    /// Retry tokens as before, and accepts an Initial whose token this
-    /// recognises without a Retry: the token validates the address (RFC
-    /// 9000, Section 8.1.3).
-    pub fn recognizes(&self, token: &[u8]) -> bool {
-        ExToken::decode(token).is_ok()
+    /// Whether `token`, from an Initial of a client at `peer`, is one this
+    /// server (or one sharing its key ring) sent with NEW_TOKEN and that
+    /// still counts: authentic, unexpired, and either validating this
+    /// address (RFC 9000, Section 8.1.3) or carrying a saved set of this
+    /// client's network (a client whose address changed within its network
+    /// resumes, under the anti-amplification limit). A server doing
+    /// stateless Retry accepts such an Initial without a Retry and passes
+    /// the token to [`ResumeServer::accept`]; any other token (its own
+    /// Retry tokens aside) it treats as no token, and sends a Retry. That a
+    /// token decodes as an extensible token is not enough: anyone can write
+    /// one. `now` is wall-clock time.
+    pub fn recognizes(&self, token: &[u8], peer: SocketAddr, now: SystemTime) -> bool {
+        self.tokens
+            .validate_unclaimed(token, peer, now)
+            .is_ok_and(|validation| validation.address.is_validated() || validation.resume.is_ok())
     }
 
     /// Accepts a connection whose Initial carried `token` (empty when none),

@@ -14,7 +14,7 @@
 //! that test is ignored until the server defers the close.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use cr_endpoint::ex_token::{
     self, BdpToken, DecodeError, ExToken, ExTokenBuilder, ExtensionId, InvalidToken, KeyRing,
@@ -398,5 +398,54 @@ fn a_lenient_server_treats_a_malformed_token_as_absent() {
         assert!(client.is_established());
         assert_eq!(client.peer_error(), None);
         assert!(!server_closed);
+    }
+}
+
+/// Only a current token of ours lets an Initial skip Retry: authentic,
+/// unexpired, and validating the client's address or carrying a saved set
+/// of its network. A token that merely decodes as an extensible token (a
+/// single 0x00 byte does: an empty address part, no extension) counts as
+/// none, as do another server's, an expired one and a client's from another
+/// network; the answers are the same under either policy.
+#[test]
+fn only_a_current_token_of_ours_lets_an_initial_skip_retry() {
+    for policy in [Policy::Lenient, Policy::Strict] {
+        let server = ResumeServer::new(
+            token_server(policy),
+            MemoryGuard::new(16),
+            cr_endpoint::ResumeConfig::default(),
+        );
+        let now = wall_start();
+        let client = addr(CLIENT);
+        let token = bdp_token();
+        assert!(server.recognizes(&token, client, now), "{policy:?}");
+        // The client's address changed within its network: its saved set
+        // still counts (the address part does not).
+        let moved = addr("192.0.2.77:4433");
+        assert!(server.recognizes(&token, moved, now), "{policy:?}");
+
+        assert!(ExToken::decode(&[0x00]).is_ok());
+        let another_server = {
+            let mut tokens = TokenServer::new(
+                KeyRing::new(TokenKey::generate(1, &mut SimRng::new(9)).expect("key")),
+                SimRng::new(9),
+                ex_token::ServerConfig::default(),
+            );
+            tokens
+                .mint_address_token(client, now, Duration::from_secs(3600))
+                .expect("token")
+        };
+        let two_hours_later = now + Duration::from_secs(2 * 3600);
+        let refused: [(&str, &[u8], SocketAddr, SystemTime); 6] = [
+            ("no token", &[], client, now),
+            ("one byte", &[0x00], client, now),
+            ("truncated", &truncated_token(), client, now),
+            ("another server's", &another_server, client, now),
+            ("expired", &token, client, two_hours_later),
+            ("another network", &token, addr("198.51.100.7:4433"), now),
+        ];
+        for (what, token, peer, at) in refused {
+            assert!(!server.recognizes(token, peer, at), "{policy:?}: {what}");
+        }
     }
 }
