@@ -13,6 +13,10 @@
 //! holds it. `DEBUG` is enabled for local connections, so that tests can
 //! make the server slow (`DEBUG SLEEP`).
 //!
+//! [`LogCapture`] keeps what a crate logs, for tests that assert on the
+//! guard's log lines (and on other crates' lines: the workspace's tests
+//! share it).
+//!
 //! Not for production use: it panics (with a message saying what to do)
 //! where a test should fail.
 
@@ -22,6 +26,7 @@ use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The redis crate this crate is built with, for raw connections in tests.
@@ -298,4 +303,66 @@ fn ping(port: u16) -> bool {
         Ok(&reply == b"+PONG\r\n")
     };
     answer().unwrap_or(false)
+}
+
+/// Keeps the log records of the crates whose log target starts with a
+/// prefix, with their levels, for tests that assert what is logged. A
+/// process has one logger: a test binary keeps one capture in a `static`
+/// and [`LogCapture::install`]s it.
+pub struct LogCapture {
+    prefix: &'static str,
+    records: Mutex<Vec<(log::Level, String)>>,
+}
+
+impl LogCapture {
+    /// A capture of the records whose target starts with `prefix` (a
+    /// crate's name, e.g. `"cr_guard_redis"`).
+    pub const fn new(prefix: &'static str) -> LogCapture {
+        LogCapture {
+            prefix,
+            records: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Makes this capture the process's logger, for records at `level` and
+    /// more severe. Installing it again changes nothing but the level.
+    pub fn install(&'static self, level: log::LevelFilter) {
+        // Fails only when a logger is already set: this one, installed by
+        // an earlier test of the binary.
+        let _ = log::set_logger(self);
+        log::set_max_level(level);
+    }
+
+    /// How many records at `level` contain every one of `parts`.
+    pub fn count(&self, level: log::Level, parts: &[&str]) -> usize {
+        self.lock()
+            .iter()
+            .filter(|(l, line)| *l == level && parts.iter().all(|part| line.contains(part)))
+            .count()
+    }
+
+    /// The records kept since the last call, oldest first.
+    pub fn take(&self) -> Vec<(log::Level, String)> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(log::Level, String)>> {
+        // A test that panicked while holding it left whole records.
+        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl log::Log for LogCapture {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.target().starts_with(self.prefix)
+    }
+
+    fn log(&self, record: &log::Record) {
+        if self.enabled(record.metadata()) {
+            self.lock()
+                .push((record.level(), record.args().to_string()));
+        }
+    }
+
+    fn flush(&self) {}
 }

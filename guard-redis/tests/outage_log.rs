@@ -4,46 +4,20 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
-use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use cr_guard_redis::testing::LogCapture;
 use cr_guard_redis::{RedisGuard, RedisGuardConfig};
 use ex_token::{
     AddressPrefixes, ClaimOutcome, RemoteEndpoint, SavedSet, SetId, SiteId, TokenGuard,
 };
 
-/// Every record logged by the guard's crate: (level, message).
-static RECORDS: Mutex<Vec<(log::Level, String)>> = Mutex::new(Vec::new());
-
-struct Recorder;
-
-impl log::Log for Recorder {
-    fn enabled(&self, metadata: &log::Metadata) -> bool {
-        metadata.target().starts_with("cr_guard_redis")
-    }
-
-    fn log(&self, record: &log::Record) {
-        if self.enabled(record.metadata()) {
-            RECORDS
-                .lock()
-                .unwrap()
-                .push((record.level(), record.args().to_string()));
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-static RECORDER: Recorder = Recorder;
+/// What the guard's crate logs.
+static CAPTURE: LogCapture = LogCapture::new("cr_guard_redis");
 
 fn logged(level: log::Level, containing: &str) -> usize {
-    RECORDS
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(l, message)| *l == level && message.contains(containing))
-        .count()
+    CAPTURE.count(level, &[containing])
 }
 
 fn set(id: u64) -> SavedSet {
@@ -86,8 +60,7 @@ fn serve_grants(listener: TcpListener) {
 
 #[test]
 fn an_outage_is_logged_once_when_it_starts_and_once_when_it_ends() {
-    log::set_logger(&RECORDER).unwrap();
-    log::set_max_level(log::LevelFilter::Info);
+    CAPTURE.install(log::LevelFilter::Info);
 
     let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .unwrap()

@@ -4,57 +4,26 @@
 //! binary: it installs the logger. Each test finds its own lines by its
 //! Redis's port.
 
-use std::sync::{Mutex, Once};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cr_guard_redis::testing::redis;
-use cr_guard_redis::testing::RedisServer;
+use cr_guard_redis::testing::{LogCapture, RedisServer};
 use cr_guard_redis::{RedisGuard, RedisGuardConfig};
 use ex_token::{
     AddressPrefixes, ClaimOutcome, RemoteEndpoint, SavedSet, SetId, SiteId, TokenGuard,
 };
 
-/// Every record logged by the guard's crate: (level, message).
-static RECORDS: Mutex<Vec<(log::Level, String)>> = Mutex::new(Vec::new());
-
-struct Recorder;
-
-impl log::Log for Recorder {
-    fn enabled(&self, metadata: &log::Metadata) -> bool {
-        metadata.target().starts_with("cr_guard_redis")
-    }
-
-    fn log(&self, record: &log::Record) {
-        if self.enabled(record.metadata()) {
-            RECORDS
-                .lock()
-                .unwrap()
-                .push((record.level(), record.args().to_string()));
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-static RECORDER: Recorder = Recorder;
+/// What the guard's crate logs.
+static CAPTURE: LogCapture = LogCapture::new("cr_guard_redis");
 
 fn install_logger() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        log::set_logger(&RECORDER).unwrap();
-        log::set_max_level(log::LevelFilter::Info);
-    });
+    CAPTURE.install(log::LevelFilter::Info);
 }
 
 /// How many lines at `level` contain every one of `parts`.
 fn logged(level: log::Level, parts: &[&str]) -> usize {
-    RECORDS
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(l, message)| *l == level && parts.iter().all(|p| message.contains(p)))
-        .count()
+    CAPTURE.count(level, parts)
 }
 
 /// Waits until a line at `level` contains every one of `parts`; panics

@@ -4,50 +4,27 @@
 //! at the server loop. Captured from the `log` facade (one logger per test
 //! binary, hence one test).
 
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use log::{Level, LevelFilter, Log, Metadata, Record};
+use cr_guard_redis::testing::LogCapture;
+use log::{Level, LevelFilter};
 use quiche::CongestionControlAlgorithm as Cc;
 use quiche_cr_tests::{lose_fifth_unvalidated, newest_token, opaque_client, Harness, CLIENT};
 
 const RTT: Duration = Duration::from_millis(600);
 const SIZE: usize = 2 * 1024 * 1024;
 
-/// Keeps cr-endpoint's records, with their levels.
-struct Capture(Mutex<Vec<(Level, String)>>);
-
-impl Log for Capture {
-    fn enabled(&self, metadata: &Metadata) -> bool {
-        metadata.target().starts_with("cr_endpoint")
-    }
-
-    fn log(&self, record: &Record) {
-        if self.enabled(record.metadata()) {
-            let mut lines = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            lines.push((record.level(), record.args().to_string()));
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-static CAPTURE: Capture = Capture(Mutex::new(Vec::new()));
-
-/// The records logged since the last call.
-fn take_lines() -> Vec<(Level, String)> {
-    std::mem::take(&mut *CAPTURE.0.lock().unwrap_or_else(PoisonError::into_inner))
-}
+/// What cr-endpoint logs.
+static CAPTURE: LogCapture = LogCapture::new("cr_endpoint");
 
 #[test]
 fn the_log_tells_each_jump_its_retreat_and_an_unused_jump() {
-    log::set_logger(&CAPTURE).expect("the only logger of this binary");
-    log::set_max_level(LevelFilter::Debug);
+    CAPTURE.install(LevelFilter::Debug);
 
     let mut harness = Harness::new(Cc::CUBIC, RTT);
     let mut first = harness.download(opaque_client(None, 1), SIZE, |_| false);
     let token = newest_token(&mut first.client);
-    take_lines();
+    CAPTURE.take();
 
     // A jump that loses a packet while unvalidated retreats.
     let retreated = harness.download(
@@ -56,7 +33,7 @@ fn the_log_tells_each_jump_its_retreat_and_an_unused_jump() {
         lose_fifth_unvalidated(),
     );
     let jump = retreated.server.stats().jump_window.expect("a jump");
-    let lines = take_lines();
+    let lines = CAPTURE.take();
     assert!(
         lines.contains(&(
             Level::Debug,
@@ -77,12 +54,12 @@ fn the_log_tells_each_jump_its_retreat_and_an_unused_jump() {
     drop(retreated);
     let mut again = harness.download(opaque_client(None, 3), SIZE, |_| false);
     let token = newest_token(&mut again.client);
-    take_lines();
+    CAPTURE.take();
     let small = harness.download(opaque_client(Some(&token), 4), 64 * 1024, |_| false);
     let stats = small.server.stats();
     assert!(stats.jump_unused, "{:?}", stats.phases);
     let jump = stats.jump_window.expect("a jump");
-    let lines = take_lines();
+    let lines = CAPTURE.take();
     let unused: Vec<_> = lines
         .iter()
         .filter(|(_, line)| line.contains("jump went unused"))

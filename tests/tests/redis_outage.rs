@@ -23,9 +23,9 @@ use std::time::{Duration, Instant, SystemTime};
 use cr_endpoint::ex_token::{Claim, ClaimOutcome, NoResume, SavedSet, TokenGuard};
 use cr_endpoint::Refusal;
 use cr_guard_redis::testing::redis;
-use cr_guard_redis::testing::{RedisServer, RedisServerOptions};
+use cr_guard_redis::testing::{LogCapture, RedisServer, RedisServerOptions};
 use cr_guard_redis::{RedisGuard, RedisGuardConfig};
-use log::{Level, LevelFilter, Log, Metadata, Record};
+use log::{Level, LevelFilter};
 use quiche::careful_resume::Phase;
 use quiche::CongestionControlAlgorithm as Cc;
 use quiche_cr_tests::{lose_fifth_unvalidated, newest_token, opaque_client, Download, Harness};
@@ -44,33 +44,12 @@ const SLACK: Duration = Duration::from_secs(10);
 const WAITING: &str = "revocation(s) of retreated saved sets not delivered yet";
 const DELIVERED: &str = "every waiting revocation delivered";
 
-/// Keeps the Redis guard's records, with their levels.
-struct Capture(Mutex<Vec<(Level, String)>>);
-
-impl Log for Capture {
-    fn enabled(&self, metadata: &Metadata) -> bool {
-        metadata.target().starts_with("cr_guard_redis")
-    }
-
-    fn log(&self, record: &Record) {
-        if self.enabled(record.metadata()) {
-            let mut lines = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            lines.push((record.level(), record.args().to_string()));
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-static CAPTURE: Capture = Capture(Mutex::new(Vec::new()));
+/// What the Redis guard logs.
+static CAPTURE: LogCapture = LogCapture::new("cr_guard_redis");
 
 /// How many records at `level` contain `text`.
 fn logged(level: Level, text: &str) -> usize {
-    let lines = CAPTURE.0.lock().unwrap_or_else(PoisonError::into_inner);
-    lines
-        .iter()
-        .filter(|(l, line)| *l == level && line.contains(text))
-        .count()
+    CAPTURE.count(level, &[text])
 }
 
 /// The Redis guard, its answer awaited as each claim starts, and every
@@ -158,8 +137,7 @@ fn jumped(download: &Download) -> bool {
 
 #[test]
 fn a_set_retreated_while_redis_is_down_is_revoked_when_it_returns_and_never_resumes() {
-    log::set_logger(&CAPTURE).expect("the only logger of this binary");
-    log::set_max_level(LevelFilter::Info);
+    CAPTURE.install(LevelFilter::Info);
 
     let mut redis = RedisServer::start_with(RedisServerOptions { appendonly: true });
     let config = RedisGuardConfig {
