@@ -120,6 +120,26 @@ pub struct Download {
     pub trace: qlog_cr::Trace,
 }
 
+impl Download {
+    /// Whether the server's connection jumped (entered Unvalidated).
+    pub fn jumped(&self) -> bool {
+        self.server
+            .conn
+            .careful_resume()
+            .is_some_and(|resume| resume.jumped())
+    }
+
+    /// The phases the server's connection entered, in order (none without
+    /// Careful Resume).
+    pub fn phases(&self) -> Vec<quiche::careful_resume::Phase> {
+        self.server
+            .conn
+            .careful_resume()
+            .map(|resume| resume.history().iter().map(|&(phase, _)| phase).collect())
+            .unwrap_or_default()
+    }
+}
+
 /// The order in which the server's loop calls quiche and cr-endpoint:
 /// servers differ, and Careful Resume must not depend on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

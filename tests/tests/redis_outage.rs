@@ -28,7 +28,7 @@ use cr_guard_redis::{RedisGuard, RedisGuardConfig};
 use log::{Level, LevelFilter};
 use quiche::careful_resume::Phase;
 use quiche::CongestionControlAlgorithm as Cc;
-use quiche_cr_tests::{lose_fifth_unvalidated, newest_token, opaque_client, Download, Harness};
+use quiche_cr_tests::{lose_fifth_unvalidated, newest_token, opaque_client, Harness};
 
 const RTT: Duration = Duration::from_millis(600);
 const SIZE: usize = 2 * 1024 * 1024;
@@ -127,14 +127,6 @@ fn records(redis: &RedisServer) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn jumped(download: &Download) -> bool {
-    download
-        .server
-        .conn
-        .careful_resume()
-        .is_some_and(|r| r.jumped())
-}
-
 #[test]
 fn a_set_retreated_while_redis_is_down_is_revoked_when_it_returns_and_never_resumes() {
     CAPTURE.install(LevelFilter::Info);
@@ -182,15 +174,7 @@ fn a_set_retreated_while_redis_is_down_is_revoked_when_it_returns_and_never_resu
     });
     let stopped_at = stopped_at.expect("the connection jumped");
     assert!(retreated.server.session.resume.is_ok());
-    let phases: Vec<Phase> = retreated
-        .server
-        .conn
-        .careful_resume()
-        .expect("resumed")
-        .history()
-        .iter()
-        .map(|&(phase, _)| phase)
-        .collect();
+    let phases = retreated.phases();
     assert_eq!(
         phases,
         [
@@ -213,14 +197,14 @@ fn a_set_retreated_while_redis_is_down_is_revoked_when_it_returns_and_never_resu
         meanwhile.server.session.resume,
         Err(NoResume::GuardUnavailable)
     );
-    assert!(!jumped(&meanwhile));
+    assert!(!meanwhile.jumped());
     await_real(LOG_INTERVAL + SLACK, "the error line repeated", || {
         logged(Level::Error, WAITING) == 2
     });
     assert!(stopped_at.elapsed() >= LOG_INTERVAL);
     let later = harness.download(opaque_client(Some(&token), 4), SIZE, |_| false);
     assert_eq!(later.server.session.resume, Err(NoResume::GuardUnavailable));
-    assert!(!jumped(&later));
+    assert!(!later.jumped());
     assert_eq!(guard.pending_revocations(), 1);
     assert_eq!(logged(Level::Info, DELIVERED), 0);
 
@@ -250,7 +234,7 @@ fn a_set_retreated_while_redis_is_down_is_revoked_when_it_returns_and_never_resu
     // A later connection with the token is refused as revoked.
     let after = harness.download(opaque_client(Some(&token), 5), SIZE, |_| false);
     assert_eq!(after.server.session.resume, Err(NoResume::Revoked));
-    assert!(!jumped(&after));
+    assert!(!after.jumped());
 
     use ClaimOutcome::{Granted, Revoked, Unavailable};
     let (answers, _) = server_guard.claims();

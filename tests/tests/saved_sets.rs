@@ -28,14 +28,6 @@ fn newest(download: &mut Download) -> Vec<u8> {
     bdp_tokens(download).pop().expect("a BDP token")
 }
 
-fn jumped(download: &Download) -> bool {
-    download
-        .server
-        .conn
-        .careful_resume()
-        .is_some_and(|r| r.jumped())
-}
-
 #[test]
 fn of_two_sets_of_one_network_only_the_newest_resumes() {
     let mut harness = Harness::new(Cc::CUBIC, RTT);
@@ -49,9 +41,9 @@ fn of_two_sets_of_one_network_only_the_newest_resumes() {
     let with_a = harness.download(opaque_client(Some(&token_a), 4), SIZE, |_| false);
 
     assert_eq!(with_a.server.session.resume, Err(NoResume::Superseded));
-    assert!(!jumped(&with_a));
+    assert!(!with_a.jumped());
     assert!(with_b.server.session.resume.is_ok());
-    assert!(jumped(&with_b));
+    assert!(with_b.jumped());
     let metrics = harness.metrics();
     assert_eq!(metrics.jumps, 1);
     assert_eq!(metrics.refused(cr_endpoint::Refusal::Superseded), 1);
@@ -69,15 +61,7 @@ fn a_retreated_set_never_jumps_again() {
         SIZE,
         lose_fifth_unvalidated(),
     );
-    let phases: Vec<Phase> = retreated
-        .server
-        .conn
-        .careful_resume()
-        .expect("resumed")
-        .history()
-        .iter()
-        .map(|&(phase, _)| phase)
-        .collect();
+    let phases = retreated.phases();
     // The window fills (Validating) before the loss shows.
     assert_eq!(
         phases,
@@ -93,7 +77,7 @@ fn a_retreated_set_never_jumps_again() {
     // superseded by what the retreated connection measured afterwards.
     for id in 3..5 {
         let again = harness.download(opaque_client(Some(&original), id), SIZE, |_| false);
-        assert!(!jumped(&again), "connection {id} jumped");
+        assert!(!again.jumped(), "connection {id} jumped");
         assert!(
             matches!(
                 again.server.session.resume,
@@ -113,7 +97,7 @@ fn a_retreat_revokes_the_tokens_a_predecessor_handed_on() {
 
     // A short connection measures less and hands the same set on.
     let mut short = harness.download(opaque_client(Some(&original), 2), SHORT, |_| false);
-    assert!(!jumped(&short));
+    assert!(!short.jumped());
     harness.close(&mut short.server);
     let handed_on = newest(&mut short);
     assert_ne!(handed_on, original, "a token of its own");
@@ -124,20 +108,13 @@ fn a_retreat_revokes_the_tokens_a_predecessor_handed_on() {
         SIZE,
         lose_fifth_unvalidated(),
     );
-    assert!(jumped(&retreated));
-    assert!(retreated
-        .server
-        .conn
-        .careful_resume()
-        .expect("resumed")
-        .history()
-        .iter()
-        .any(|&(phase, _)| phase == Phase::SafeRetreat));
+    assert!(retreated.jumped());
+    assert!(retreated.phases().contains(&Phase::SafeRetreat));
 
     // Neither token of the set jumps again, however the client presents it.
     for (id, token) in [(4, &original), (5, &handed_on)] {
         let again = harness.download(opaque_client(Some(token), id), SIZE, |_| false);
-        assert!(!jumped(&again), "connection {id} jumped");
+        assert!(!again.jumped(), "connection {id} jumped");
         assert!(
             matches!(
                 again.server.session.resume,
@@ -167,7 +144,7 @@ fn a_set_handed_on_every_ten_minutes_expires_an_hour_after_its_measurement() {
         harness.wait(Duration::from_secs(600));
         let mut short = harness.download(opaque_client(Some(&token), round + 1), SHORT, |_| false);
         assert!(short.server.session.resume.is_ok(), "round {round}");
-        assert!(!jumped(&short));
+        assert!(!short.jumped());
         harness.close(&mut short.server);
         token = newest(&mut short);
         let handed_on = ExToken::decode(&token)
@@ -206,5 +183,5 @@ fn a_forged_initial_with_a_copied_token_burns_nothing() {
     // The real client's next connection still resumes.
     let real = harness.download(opaque_client(Some(&token), 2), SIZE, |_| false);
     assert!(real.server.session.resume.is_ok());
-    assert!(jumped(&real));
+    assert!(real.jumped());
 }
