@@ -366,3 +366,23 @@ impl log::Log for LogCapture {
 
     fn flush(&self) {}
 }
+
+/// Saved set `id` of the network 10.`network`.`id`.0/24 (site 0), measured
+/// at the current second and expiring an hour later: a set the guard
+/// grants now, for tests whose sets must differ only by id.
+pub fn saved_set(id: u64, network: u8) -> ex_token::SavedSet {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let measured_at = std::time::UNIX_EPOCH + Duration::from_secs(now.as_secs());
+    ex_token::SavedSet {
+        id: ex_token::SetId(id),
+        endpoint: ex_token::RemoteEndpoint::new(
+            ex_token::SiteId(0),
+            std::net::IpAddr::from([10, network, id as u8, 1]),
+            ex_token::AddressPrefixes::SAME_NETWORK,
+        ),
+        measured_at,
+        expiry: measured_at + Duration::from_secs(3600),
+    }
+}

@@ -10,29 +10,17 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
+use cr_guard_redis::testing;
 use cr_guard_redis::{Error, RedisGuard, RedisGuardConfig};
-use ex_token::{
-    AddressPrefixes, ClaimOutcome, RemoteEndpoint, SavedSet, SetId, SiteId, TokenGuard,
-};
+use ex_token::{ClaimOutcome, SavedSet, TokenGuard};
 
 /// Slack for an answer on a loaded two-core machine.
 const SLACK: Duration = Duration::from_millis(300);
 
 fn set(id: u64) -> SavedSet {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let expiry = UNIX_EPOCH + Duration::from_secs(now.as_secs() + 3600);
-    SavedSet {
-        id: SetId(id),
-        endpoint: RemoteEndpoint::new(
-            SiteId(0),
-            std::net::IpAddr::from([10, 9, id as u8, 1]),
-            AddressPrefixes::SAME_NETWORK,
-        ),
-        measured_at: expiry - Duration::from_secs(3600),
-        expiry,
-    }
+    testing::saved_set(id, 9)
 }
 
 /// A loopback port nothing listens on (free a moment ago).

@@ -5,13 +5,12 @@
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
+use cr_guard_redis::testing;
 use cr_guard_redis::testing::LogCapture;
 use cr_guard_redis::{RedisGuard, RedisGuardConfig};
-use ex_token::{
-    AddressPrefixes, ClaimOutcome, RemoteEndpoint, SavedSet, SetId, SiteId, TokenGuard,
-};
+use ex_token::{ClaimOutcome, SavedSet, TokenGuard};
 
 /// What the guard's crate logs.
 static CAPTURE: LogCapture = LogCapture::new("cr_guard_redis");
@@ -21,18 +20,7 @@ fn logged(level: log::Level, containing: &str) -> usize {
 }
 
 fn set(id: u64) -> SavedSet {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let expiry = UNIX_EPOCH + Duration::from_secs(now.as_secs() + 3600);
-    SavedSet {
-        id: SetId(id),
-        endpoint: RemoteEndpoint::new(
-            SiteId(0),
-            std::net::IpAddr::from([10, 8, id as u8, 1]),
-            AddressPrefixes::SAME_NETWORK,
-        ),
-        measured_at: expiry - Duration::from_secs(3600),
-        expiry,
-    }
+    testing::saved_set(id, 8)
 }
 
 /// A one-connection fake Redis on `listener`: loads the script, grants

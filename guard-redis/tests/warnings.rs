@@ -5,14 +5,13 @@
 //! Redis's port.
 
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
+use cr_guard_redis::testing;
 use cr_guard_redis::testing::redis;
 use cr_guard_redis::testing::{LogCapture, RedisServer};
 use cr_guard_redis::{RedisGuard, RedisGuardConfig};
-use ex_token::{
-    AddressPrefixes, ClaimOutcome, RemoteEndpoint, SavedSet, SetId, SiteId, TokenGuard,
-};
+use ex_token::{ClaimOutcome, SavedSet, TokenGuard};
 
 /// What the guard's crate logs.
 static CAPTURE: LogCapture = LogCapture::new("cr_guard_redis");
@@ -40,18 +39,7 @@ fn await_logged(level: log::Level, parts: &[&str]) {
 }
 
 fn set(id: u64) -> SavedSet {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let expiry = UNIX_EPOCH + Duration::from_secs(now.as_secs() + 3600);
-    SavedSet {
-        id: SetId(id),
-        endpoint: RemoteEndpoint::new(
-            SiteId(0),
-            std::net::IpAddr::from([10, 9, id as u8, 1]),
-            AddressPrefixes::SAME_NETWORK,
-        ),
-        measured_at: expiry - Duration::from_secs(3600),
-        expiry,
-    }
+    testing::saved_set(id, 9)
 }
 
 fn guard(url: &str) -> RedisGuard {
