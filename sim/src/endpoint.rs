@@ -100,6 +100,8 @@ fn base_config(settings: &EndpointSettings) -> Result<quiche::Config, SimError> 
     config.set_cc_algorithm(settings.cc.algorithm());
     settings.slow_start.apply(&mut config);
     config.enable_silly_window_avoidance(!settings.small_packets);
+    // The network releases each datagram at its `SendInfo.at`.
+    config.set_application_paces(true);
     // BBR2 paces its initial window at Startup's gain (patch 0018).
     config.enable_bbr_initial_pacing_gain(true);
     // GREASE draws random values of random encoded length, which would make

@@ -194,6 +194,8 @@ fn quiche_config(options: &ServerOptions) -> Result<quiche::Config, AppError> {
     config.set_cc_algorithm(options.cc.algorithm());
     options.slow_start.apply(&mut config);
     config.enable_silly_window_avoidance(!options.small_packets);
+    // The outbox holds each datagram until its `SendInfo.at` (net.rs).
+    config.set_application_paces(true);
     // BBR2 paces its initial window at Startup's gain (patch 0018).
     config.enable_bbr_initial_pacing_gain(true);
     config.set_disable_active_migration(true);
