@@ -106,6 +106,7 @@
 mod budget;
 mod client;
 mod error;
+mod initial;
 mod metrics;
 pub mod reset;
 mod server;
@@ -114,6 +115,7 @@ mod stats;
 pub use budget::JumpBudget;
 pub use client::{announced_ex_token, ClientConfig, RequestedCapacity, ResumeClient};
 pub use error::Error;
+pub use initial::{DropReason, InitialAction};
 pub use metrics::{MetricsSnapshot, Refusal, ServerMetrics};
 pub use server::{Accepted, ResumeConfig, ResumeServer, ResumeSession};
 pub use stats::ResumeStats;

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ex_token::{InvalidToken, NoResume, OpenError};
 
+use crate::{DropReason, InitialAction};
+
 /// Why a presented token did not resume its connection, as an operator
 /// groups it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,6 +125,10 @@ pub struct ServerMetrics {
     jumps_unused: AtomicU64,
     jumps_limited: AtomicU64,
     retreats: AtomicU64,
+    initials_retried: AtomicU64,
+    resuming_initials_retried: AtomicU64,
+    retry_tokens_validated: AtomicU64,
+    initials_dropped: [AtomicU64; DropReason::ALL.len()],
 }
 
 /// The counters at one moment; every field only ever grows.
@@ -163,12 +169,33 @@ pub struct MetricsSnapshot {
     pub jumps_limited: u64,
     /// Jumps that met congestion and retreated (Safe Retreat).
     pub retreats: u64,
+    /// Initials answered with a Retry ([`crate::ResumeServer::on_initial`]):
+    /// clients without a usable token, when the server asks for Retry.
+    pub initials_retried: u64,
+    /// Of those, Initials whose token carried a saved set the server could
+    /// not use (expired, another network, not ours): clients that meant to
+    /// resume. Many of them mean tokens outlive their sets on the clients,
+    /// or a fleet does not share its key ring.
+    pub resuming_initials_retried: u64,
+    /// Initials that brought back a valid Retry token of ours: clients that
+    /// answered a Retry. Far fewer than `initials_retried` means Retry
+    /// packets do not reach clients, or clients do not answer them.
+    pub retry_tokens_validated: u64,
+    /// Initials dropped, by reason, in the order of [`DropReason::ALL`]
+    /// (an Initial carrying a NEW_TOKEN token is never dropped, so no
+    /// resuming client is among them).
+    pub initials_dropped: [u64; DropReason::ALL.len()],
 }
 
 impl MetricsSnapshot {
     /// The count of refusals for one reason.
     pub fn refused(&self, reason: Refusal) -> u64 {
         self.refused[reason.index()]
+    }
+
+    /// The count of Initials dropped for one reason.
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.initials_dropped[reason.index()]
     }
 }
 
@@ -190,6 +217,10 @@ impl ServerMetrics {
             jumps_unused: read(&self.jumps_unused),
             jumps_limited: read(&self.jumps_limited),
             retreats: read(&self.retreats),
+            initials_retried: read(&self.initials_retried),
+            resuming_initials_retried: read(&self.resuming_initials_retried),
+            retry_tokens_validated: read(&self.retry_tokens_validated),
+            initials_dropped: std::array::from_fn(|i| read(&self.initials_dropped[i])),
         }
     }
 
@@ -200,6 +231,22 @@ impl ServerMetrics {
         }
         if address_validated {
             add(&self.addresses_validated);
+        }
+    }
+
+    /// Counts what [`crate::ResumeServer::on_initial`] decided;
+    /// `resuming`: the Initial's token carried a saved set.
+    pub(crate) fn on_initial(&self, action: &InitialAction, resuming: bool) {
+        match action {
+            InitialAction::Accept { odcid: Some(_) } => add(&self.retry_tokens_validated),
+            InitialAction::Accept { odcid: None } => {}
+            InitialAction::Retry { .. } => {
+                add(&self.initials_retried);
+                if resuming {
+                    add(&self.resuming_initials_retried);
+                }
+            }
+            InitialAction::Drop(why) => add(&self.initials_dropped[why.index()]),
         }
     }
 

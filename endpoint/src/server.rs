@@ -33,6 +33,19 @@ pub struct ResumeConfig {
     /// same time may have in flight together (see [`JumpBudget`]); `None`
     /// lets every jump go in full, however many there are.
     pub jump_budget: Option<JumpBudget>,
+    /// Whether [`ResumeServer::on_initial`] answers an Initial without a
+    /// usable token with a Retry (stateless address validation, before the
+    /// server keeps any state for the client). On by default: a server
+    /// asks `on_initial` because it does Retry. Initials carrying a current
+    /// NEW_TOKEN token of ours never get one.
+    pub retry: bool,
+    /// How long a Retry token is valid (10 s by default). The client
+    /// answers a Retry at once, so the token needs to outlive one round
+    /// trip and a few retransmissions of the client's Initial (its probe
+    /// timeout starts near 1 s and doubles: 1, 3 and 7 s after the first), on paths up to
+    /// geostationary satellite links (600 ms); longer would only widen the
+    /// window in which a captured token can be replayed from its address.
+    pub retry_token_lifetime: Duration,
 }
 
 impl Default for ResumeConfig {
@@ -42,6 +55,8 @@ impl Default for ResumeConfig {
             max_jump: None,
             initial_data: InitialData::default(),
             jump_budget: Some(JumpBudget::default()),
+            retry: true,
+            retry_token_lifetime: Duration::from_secs(10),
         }
     }
 }
@@ -166,10 +181,10 @@ enum ClaimState {
 /// One `ResumeServer` serves every connection of a process; the guard that
 /// enforces one user per saved set is shared through it.
 pub struct ResumeServer<R: Rng = SystemRng, G: TokenGuard = MemoryGuard> {
-    tokens: TokenServer<R>,
+    pub(crate) tokens: TokenServer<R>,
     guard: G,
-    config: ResumeConfig,
-    metrics: Arc<ServerMetrics>,
+    pub(crate) config: ResumeConfig,
+    pub(crate) metrics: Arc<ServerMetrics>,
     shares: JumpShares,
 }
 
@@ -247,6 +262,14 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
 
     /// Accepts a connection whose Initial carried `token` (empty when none),
     /// the same way [`quiche::accept()`] does, then acts on the token.
+    ///
+    /// Pass the Initial's token as it came, whatever it is. A connection
+    /// accepted after a Retry (`odcid` given, or a Retry token of ours) was
+    /// validated by the Retry: its token is a Retry token, not one from
+    /// NEW_TOKEN, so it is neither judged nor counted as a presented token
+    /// (no refusal, no close under the strict policy). The client's
+    /// NEW_TOKEN token, if it had one, stayed in the Initial the Retry
+    /// answered ([`crate::MetricsSnapshot::resuming_initials_retried`]).
     #[allow(clippy::too_many_arguments)]
     pub fn accept(
         &mut self,
@@ -259,6 +282,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         now: SystemTime,
     ) -> Result<Accepted, Error> {
         let mut conn = quiche::accept(scid, odcid, local, peer, config)?;
+        let token = if odcid.is_some() { &[] } else { token };
         let session = self.resume_connection(&mut conn, peer, token, now)?;
         Ok(Accepted { conn, session })
     }
@@ -269,7 +293,8 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     /// connection over once the handshake is complete: then the token
     /// cannot validate the address any more, and Careful Resume starts from
     /// the RTT the handshake measured). Call it before the connection sends
-    /// application data.
+    /// application data. A Retry token of ours counts as no token (see
+    /// [`ResumeServer::accept`]).
     pub fn resume_connection<F: BufFactory>(
         &mut self,
         conn: &mut quiche::Connection<F>,
@@ -277,6 +302,11 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         token: &[u8],
         now: SystemTime,
     ) -> Result<ResumeSession, Error> {
+        let token = if ex_token::is_retry_token(token) {
+            &[]
+        } else {
+            token
+        };
         let token_presented = !token.is_empty();
         let validation = match self.tokens.validate_unclaimed(token, peer, now) {
             Ok(validation) => validation,

@@ -71,6 +71,15 @@
 //! anti-amplification limit. The BDP part matches a prefix (/24 or /56 by
 //! default) as clients rotate addresses within a network.
 //!
+//! # Retry tokens
+//!
+//! The same key ring seals the tokens of Retry packets
+//! ([`TokenServer::mint_retry_token`]), in a box of their own label behind
+//! [`RETRY_TOKEN_PREFIX`] (which no extensible token starts with): bound to
+//! the client's address and port, short-lived, and carrying the original
+//! destination connection ID. A Retry token never validates as a NEW_TOKEN
+//! token, nor the reverse.
+//!
 //! # Saved sets
 //!
 //! Every BDP token belongs to a saved set ([`SavedSet`]): an id, the
@@ -174,6 +183,7 @@ mod keys;
 mod outcome;
 mod payload;
 mod remote;
+mod retry;
 mod rng;
 mod server;
 mod store;
@@ -198,6 +208,7 @@ pub use outcome::{
 };
 pub use payload::{Extras, MAX_EXTRAS};
 pub use remote::{RemoteEndpoint, SiteId};
+pub use retry::{is_retry_token, InvalidRetryToken, MAX_ODCID_LEN, RETRY_TOKEN_PREFIX};
 pub use rng::{RandomError, Rng, SimRng, SystemRng};
 pub use server::{
     MintError, Policy, SavedPath, SavedSet, ServerConfig, TokenServer, MAX_CLOCK_SKEW,

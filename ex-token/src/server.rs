@@ -129,6 +129,9 @@ pub enum MintError {
     ExtrasTooLong(usize),
     /// The token could not be encoded (e.g. capacity or RTT beyond 2^62).
     Encode(EncodeError),
+    /// A connection ID longer than QUIC's 20 bytes
+    /// ([`crate::MAX_ODCID_LEN`]) cannot be carried in a Retry token.
+    ConnectionIdTooLong(usize),
 }
 
 impl fmt::Display for MintError {
@@ -139,6 +142,7 @@ impl fmt::Display for MintError {
             Self::ZeroCapacity => f.write_str("capacity is zero"),
             Self::ExtrasTooLong(len) => write!(f, "{len} bytes of extras is too many"),
             Self::Encode(e) => write!(f, "encoding failed: {e}"),
+            Self::ConnectionIdTooLong(len) => write!(f, "a {len}-byte connection ID is too long"),
         }
     }
 }
@@ -157,8 +161,8 @@ impl From<EncodeError> for MintError {
 /// `&self` and a [`TokenGuard`], which may be shared by many servers.
 #[derive(Debug)]
 pub struct TokenServer<R = SystemRng> {
-    keys: KeyRing,
-    rng: R,
+    pub(crate) keys: KeyRing,
+    pub(crate) rng: R,
     config: ServerConfig,
 }
 
