@@ -35,10 +35,16 @@
 //! 4. **Accept.** [`ResumeServer::configure`] announces extensible tokens
 //!    in your `quiche::Config`. For each new connection, call
 //!    [`ResumeServer::accept`] instead of `quiche::accept()`, with the token
-//!    of the client's Initial. A server doing stateless Retry keeps it for
-//!    clients without a usable token and accepts without Retry an Initial
-//!    whose token [`ResumeServer::recognizes`] (a current token of ours).
-//!    Keep the [`ResumeSession`] beside the connection.
+//!    of the client's Initial as it came. A server doing stateless Retry
+//!    first asks [`ResumeServer::on_initial`], which validates both kinds
+//!    of token an Initial carries (ours from NEW_TOKEN, and the Retry
+//!    tokens it mints itself) and answers with an [`InitialAction`]:
+//!    accept (without Retry for a current token of ours; with the original
+//!    destination connection ID after a Retry), send a Retry (no usable
+//!    token, [`ResumeConfig::retry`]), or drop (an invalid Retry token, by
+//!    [`DropReason`]). So a resuming client never meets a Retry check that
+//!    drops its Initial, and a Retry token is never counted as a presented
+//!    one. Keep the [`ResumeSession`] beside the connection.
 //! 5. **The loop.** One call, in one place: [`ResumeServer::on_progress`]
 //!    after each `recv()` (before you write to streams; after `send()` and
 //!    `on_timeout()` it does no harm). It claims the saved set once the
@@ -58,9 +64,11 @@
 //! 6. **What it did.** Per connection, [`Accepted::stats`] (or
 //!    [`ResumeSession::stats`]) gives a [`ResumeStats`]; server-wide,
 //!    [`ResumeServer::metrics`] counts tokens, refusals by [`Refusal`],
-//!    jumps, validations, retreats and jumps that went unused
+//!    Retries and dropped Initials by [`DropReason`], jumps, validations,
+//!    retreats and jumps that went unused
 //!    ([`MetricsSnapshot::jumps_unused`]: the response was smaller than the
-//!    jump, or stream data was written too late).
+//!    jump, or stream data was written too late): what happened, without a
+//!    logger.
 //! 7. **Restarts (optional).** The key ring a server keeps across restarts
 //!    also derives stateless reset tokens: make one [`reset::Issuer`] per
 //!    process (the server's id in its fleet, distinct per server, and the
@@ -87,9 +95,21 @@
 //! server.configure(config)?;
 //!
 //! let hdr = quiche::Header::from_slice(initial, quiche::MAX_CONN_ID_LEN)?;
-//! let scid = quiche::ConnectionId::from_ref(&[0xab; 16]);
+//! let odcid = match server.on_initial(&hdr, peer, SystemTime::now()) {
+//!     cr_endpoint::InitialAction::Accept { odcid } => odcid,
+//!     // Send quiche::retry(.., &token, ..), or drop the packet.
+//!     cr_endpoint::InitialAction::Retry { .. } | cr_endpoint::InitialAction::Drop(_) => {
+//!         return Ok(());
+//!     }
+//! };
+//! // After a Retry, the connection keeps the ID the Retry gave the client.
+//! let scid = match &odcid {
+//!     Some(_) => hdr.dcid.clone(),
+//!     None => quiche::ConnectionId::from_ref(&[0xab; 16]),
+//! };
 //! let token = hdr.token.as_deref().unwrap_or_default();
-//! let mut accepted = server.accept(&scid, None, local, peer, token, config, SystemTime::now())?;
+//! let mut accepted =
+//!     server.accept(&scid, odcid.as_ref(), local, peer, token, config, SystemTime::now())?;
 //!
 //! // The loop: after each recv, before writing to streams.
 //! server.on_progress(&mut accepted.conn, &mut accepted.session, SystemTime::now());
@@ -100,7 +120,8 @@
 //! ```
 //!
 //! `endpoint/examples/http3-server-cr.diff` applies this to upstream
-//! quiche's `examples/http3-server.rs` in 21 added and 4 removed lines
+//! quiche's `examples/http3-server.rs` in 19 added and 10 removed lines,
+//! its own Retry tokens replaced by [`ResumeServer::on_initial`]'s
 //! (`make quiche` writes the result to `endpoint/examples/`).
 
 mod budget;

@@ -248,12 +248,10 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
     /// still counts: authentic, unexpired, and either validating this
     /// address (RFC 9000, Section 8.1.3) or carrying a saved set of this
     /// client's network (a client whose address changed within its network
-    /// resumes, under the anti-amplification limit). A server doing
-    /// stateless Retry accepts such an Initial without a Retry and passes
-    /// the token to [`ResumeServer::accept`]; any other token (its own
-    /// Retry tokens aside) it treats as no token, and sends a Retry. That a
-    /// token decodes as an extensible token is not enough: anyone can write
-    /// one. `now` is wall-clock time.
+    /// resumes, under the anti-amplification limit). Such an Initial needs
+    /// no Retry: [`ResumeServer::on_initial`] asks this. That a token
+    /// decodes as an extensible token is not enough: anyone can write one;
+    /// a Retry token is never one. `now` is wall-clock time.
     pub fn recognizes(&self, token: &[u8], peer: SocketAddr, now: SystemTime) -> bool {
         self.tokens
             .validate_unclaimed(token, peer, now)
