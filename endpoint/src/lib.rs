@@ -55,8 +55,10 @@
 //!    comes later: while [`ResumeSession::claim_pending`], call
 //!    [`ResumeServer::poll_claim`] when the loop wakes (within a millisecond
 //!    or so), then `send`. When you drop a connection, call
-//!    [`ResumeServer::on_closed`]. Send each packet at the time quiche
-//!    gives (`SendInfo::at`): RFC 9959 paces the jump.
+//!    [`ResumeServer::on_closed`]. RFC 9959 paces the jump: quiche holds
+//!    its packets until they are due and wakes the loop through
+//!    `timeout()`, unless the loop declares that it sends each packet at
+//!    `SendInfo::at` (`quiche::Config::set_application_paces`).
 //!    Clients that resume at the same time may share a bottleneck the
 //!    server cannot see: [`ResumeConfig::jump_budget`] ([`JumpBudget`], on
 //!    by default) shares their jumps out, so that a crowd of resumes does
