@@ -29,6 +29,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
+use crate::once::{FirstUse, OnceId, OnceRecords};
 use crate::{NoResume, RemoteEndpoint, SavedSet};
 
 /// The id of a saved set, sealed into every BDP token minted from it.
@@ -325,6 +326,21 @@ pub trait TokenGuard {
     fn claim(&self, set: &SavedSet, now: SystemTime) -> ClaimOutcome {
         self.start_claim(set, now).wait()
     }
+
+    /// Records `id` (see [`OnceId`]: a 0-RTT first flight, an address
+    /// token) as used, until `until`, without blocking. The answer is
+    /// [`ClaimOutcome::Granted`] for the first record only and
+    /// [`ClaimOutcome::Taken`] for a replay; a guard that cannot tell
+    /// answers [`ClaimOutcome::Unavailable`], and the server then acts as
+    /// for a replay (no early data, no address validation): fail closed.
+    ///
+    /// The default keeps no records and answers `Unavailable`: a guard
+    /// written before these records existed refuses early data rather than
+    /// let it be replayed.
+    fn start_once(&self, id: &OnceId, until: SystemTime, now: SystemTime) -> Claim {
+        let _ = (id, until, now);
+        Claim::answered(ClaimOutcome::Unavailable)
+    }
 }
 
 impl<G: TokenGuard + ?Sized> TokenGuard for Arc<G> {
@@ -343,6 +359,10 @@ impl<G: TokenGuard + ?Sized> TokenGuard for Arc<G> {
     fn revoke(&self, set: &SavedSet, now: SystemTime) {
         (**self).revoke(set, now)
     }
+
+    fn start_once(&self, id: &OnceId, until: SystemTime, now: SystemTime) -> Claim {
+        (**self).start_once(id, until, now)
+    }
 }
 
 /// A bounded in-memory [`TokenGuard`] for a single server process.
@@ -358,6 +378,8 @@ impl<G: TokenGuard + ?Sized> TokenGuard for Arc<G> {
 #[derive(Debug)]
 pub struct MemoryGuard {
     inner: Mutex<Records>,
+    /// First flights and address tokens used, as many as saved sets.
+    once: Mutex<OnceRecords>,
 }
 
 #[derive(Debug)]
@@ -378,6 +400,7 @@ impl MemoryGuard {
                 order: VecDeque::with_capacity(capacity),
                 capacity,
             }),
+            once: Mutex::new(OnceRecords::new(capacity)),
         }
     }
 
@@ -450,6 +473,16 @@ impl TokenGuard for MemoryGuard {
 
     fn revoke(&self, set: &SavedSet, now: SystemTime) {
         self.apply(set, SetEvent::Revoked, now);
+    }
+
+    /// Answers at once.
+    fn start_once(&self, id: &OnceId, until: SystemTime, now: SystemTime) -> Claim {
+        let mut once = self.once.lock().unwrap_or_else(PoisonError::into_inner);
+        Claim::answered(match once.record(*id, until, now) {
+            FirstUse::First => ClaimOutcome::Granted,
+            FirstUse::Again => ClaimOutcome::Taken,
+            FirstUse::Unknown => ClaimOutcome::Unavailable,
+        })
     }
 }
 

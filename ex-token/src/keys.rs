@@ -24,13 +24,18 @@
 //! The same key material also yields, through HKDF-SHA256, a separate HMAC
 //! key for stateless reset tokens (RFC 9000, Section 10.3.2): the secret a
 //! server must keep across restarts to reset connections it no longer has
-//! is the one it already keeps for its tokens.
+//! is the one it already keeps for its tokens. So does the TLS session
+//! ticket key, so that a restarted server, or any server of a fleet
+//! sharing the ring, resumes a client's TLS session and accepts its early
+//! data.
 
 use std::collections::VecDeque;
 use std::fmt;
 
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
 use ring::{hkdf, hmac};
+
+use zeroize::Zeroizing;
 
 use crate::{MintError, Rng};
 
@@ -46,6 +51,22 @@ pub const RESET_TOKEN_LEN: usize = 16;
 /// HKDF info deriving a key's stateless reset key from its material, so the
 /// two uses of the material never share a key.
 const RESET_KEY_INFO: &[u8] = b"quiche-cr stateless reset";
+
+/// Length of a TLS session ticket key: BoringSSL's key name, HMAC key and
+/// AES key, 16 bytes each (`quiche::Config::set_ticket_key`).
+pub const SESSION_TICKET_KEY_LEN: usize = 48;
+
+/// HKDF info deriving a key's session ticket key from its material.
+const TICKET_KEY_INFO: &[u8] = b"quiche-cr session tickets";
+
+/// The HKDF output length of the session ticket key.
+struct TicketKeyLen;
+
+impl hkdf::KeyType for TicketKeyLen {
+    fn len(&self) -> usize {
+        SESSION_TICKET_KEY_LEN
+    }
+}
 
 const TAG_LEN: usize = 16;
 
@@ -108,12 +129,14 @@ impl fmt::Display for OpenError {
 
 impl std::error::Error for OpenError {}
 
-/// A ChaCha20-Poly1305 key with its one-byte id, and the HMAC key derived
-/// from the same material for stateless reset tokens.
+/// A ChaCha20-Poly1305 key with its one-byte id, and the keys derived from
+/// the same material: the HMAC key of stateless reset tokens and the TLS
+/// session ticket key.
 pub struct TokenKey {
     id: u8,
     key: LessSafeKey,
     reset: hmac::Key,
+    ticket: Zeroizing<[u8; SESSION_TICKET_KEY_LEN]>,
 }
 
 impl TokenKey {
@@ -129,10 +152,15 @@ impl TokenKey {
             .expand(&[RESET_KEY_INFO], hmac::HMAC_SHA256)
             .map(hmac::Key::from)
             .map_err(|_| KeyError::Length(material.len()))?;
+        let mut ticket = Zeroizing::new([0; SESSION_TICKET_KEY_LEN]);
+        prk.expand(&[TICKET_KEY_INFO], TicketKeyLen)
+            .and_then(|okm| okm.fill(ticket.as_mut_slice()))
+            .map_err(|_| KeyError::Length(material.len()))?;
         Ok(Self {
             id,
             key: LessSafeKey::new(key),
             reset,
+            ticket,
         })
     }
 
@@ -202,6 +230,15 @@ impl KeyRing {
     /// Id of the key that seals new tokens.
     pub fn current_id(&self) -> u8 {
         self.current.id
+    }
+
+    /// The TLS session ticket key of the current key, derived from its
+    /// material (`quiche::Config::set_ticket_key`): every holder of the
+    /// ring derives the same, so a client's ticket resumes on any of them.
+    /// Tickets sealed under an older key are not opened after a rotation:
+    /// those clients make a full handshake once, and get a new ticket.
+    pub fn session_ticket_key(&self) -> &[u8; SESSION_TICKET_KEY_LEN] {
+        &self.current.ticket
     }
 
     fn find(&self, id: u8) -> Option<&TokenKey> {
@@ -361,6 +398,22 @@ mod tests {
             Some(token)
         );
         assert_eq!(ring.stateless_reset_token(8, b"connection one"), None);
+    }
+
+    #[test]
+    fn the_session_ticket_key_is_the_current_keys_own() {
+        let mut ring = KeyRing::new(key(9));
+        let ticket = *ring.session_ticket_key();
+        // Every holder of the key derives it; it is neither the key nor
+        // its reset key.
+        assert_eq!(KeyRing::new(key(9)).session_ticket_key(), &ticket);
+        assert_ne!(ticket[..KEY_LEN], [9; KEY_LEN]);
+        let reset = ring.stateless_reset_token(9, b"").unwrap();
+        assert!(!ticket.windows(RESET_TOKEN_LEN).any(|w| w == reset));
+        // Rotation moves it to the new key's.
+        ring.rotate(TokenKey::from_bytes(10, &[1; KEY_LEN]).unwrap())
+            .unwrap();
+        assert_ne!(ring.session_ticket_key(), &ticket);
     }
 
     #[test]

@@ -180,6 +180,7 @@ mod codepoints;
 mod extension_id;
 mod guard;
 mod keys;
+mod once;
 mod outcome;
 mod payload;
 mod remote;
@@ -202,7 +203,9 @@ pub use guard::{
 };
 pub use keys::{
     KeyError, KeyRing, OpenError, TokenKey, KEY_LEN, MAX_PREVIOUS_KEYS, RESET_TOKEN_LEN,
+    SESSION_TICKET_KEY_LEN,
 };
+pub use once::{FirstUse, OnceId, OnceKind, OnceRecords};
 pub use outcome::{
     AddressStatus, InvalidToken, NoResume, SavedParameters, TokenRejected, Validation,
 };

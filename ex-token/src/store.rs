@@ -8,6 +8,11 @@
 //! out once (RFC 9000, Section 8.1.3: reuse would let connections be
 //! linked).
 //!
+//! Beside its tokens, the store keeps the newest TLS session (ticket) of
+//! each server, with which the next connection resumes TLS and may send
+//! early data (0-RTT). A session is handed out once, as tokens are: a
+//! server sends new tickets on every connection.
+//!
 //! Each token remembers whether the server announced the `ex_token`
 //! transport parameter on the connection that delivered it. The next
 //! connection's Initial, which carries the token, leaves before that
@@ -29,7 +34,9 @@
 //!
 //! `received` is in unix seconds and `token` is lowercase hex. `ex_token`
 //! is written only when true: files written before it existed load with
-//! every token opaque, the safe reading.
+//! every token opaque, the safe reading. Sessions follow under `sessions`
+//! (`server_name`, `server_addr`, `received`, `session` in hex), written
+//! only when there are some.
 //!
 //! The file is written with mode `0600` (its owner only): tokens identify
 //! the client to their servers, and whoever reads them could link its
@@ -94,10 +101,30 @@ impl StoredToken {
     }
 }
 
+/// A server's TLS session, as quiche serialises it
+/// (`quiche::Connection::session`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct StoredSession {
+    server_name: String,
+    server_addr: SocketAddr,
+    /// Unix seconds.
+    received: u64,
+    #[serde(with = "hex")]
+    session: Vec<u8>,
+}
+
+impl StoredSession {
+    fn is_for(&self, server_name: &str, server_addr: SocketAddr) -> bool {
+        self.server_addr == server_addr && self.server_name == server_name
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct TokenFile {
     version: u32,
     tokens: Vec<StoredToken>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    sessions: Vec<StoredSession>,
 }
 
 /// A token as a [`TokenStore`] keeps it and hands it out.
@@ -135,6 +162,8 @@ impl HeldToken {
 pub struct TokenStore {
     /// Oldest first.
     tokens: Vec<StoredToken>,
+    /// At most one per server, oldest first.
+    sessions: Vec<StoredSession>,
     config: StoreConfig,
 }
 
@@ -143,8 +172,64 @@ impl TokenStore {
     pub fn new(config: StoreConfig) -> Self {
         Self {
             tokens: Vec::new(),
+            sessions: Vec::new(),
             config,
         }
+    }
+
+    /// Keeps `session`, the newest TLS session (with its ticket) from
+    /// `server_name` at `server_addr`, received at `now`, in place of the
+    /// one held for that server. Empty sessions are ignored; the store
+    /// holds as many sessions as it may hold tokens.
+    pub fn insert_session(
+        &mut self,
+        server_name: &str,
+        server_addr: SocketAddr,
+        session: Vec<u8>,
+        now: SystemTime,
+    ) {
+        self.push_session(StoredSession {
+            server_name: server_name.to_owned(),
+            server_addr,
+            received: unix_secs(now),
+            session,
+        });
+        self.forget_expired(unix_secs(now));
+    }
+
+    fn push_session(&mut self, entry: StoredSession) {
+        if entry.session.is_empty() || self.config.max_tokens == 0 {
+            return;
+        }
+        self.sessions
+            .retain(|s| !s.is_for(&entry.server_name, entry.server_addr));
+        if self.sessions.len() >= self.config.max_tokens {
+            self.sessions.remove(0);
+        }
+        self.sessions.push(entry);
+    }
+
+    /// Removes and returns the unexpired TLS session held for the server,
+    /// for one connection attempt.
+    pub fn take_session(
+        &mut self,
+        server_name: &str,
+        server_addr: SocketAddr,
+        now: SystemTime,
+    ) -> Option<Vec<u8>> {
+        self.forget_expired(unix_secs(now));
+        let held = self
+            .sessions
+            .iter()
+            .position(|s| s.is_for(server_name, server_addr))?;
+        Some(self.sessions.remove(held).session)
+    }
+
+    /// Whether a TLS session is held for the server.
+    pub fn has_session(&self, server_name: &str, server_addr: SocketAddr) -> bool {
+        self.sessions
+            .iter()
+            .any(|s| s.is_for(server_name, server_addr))
     }
 
     /// Keeps `token`, received at `now` from `server_name` at
@@ -259,6 +344,8 @@ impl TokenStore {
         let max_age = self.config.max_age.as_secs();
         self.tokens
             .retain(|t| now < t.received.saturating_add(max_age));
+        self.sessions
+            .retain(|s| now < s.received.saturating_add(max_age));
     }
 
     /// Loads a store saved by [`TokenStore::save`], applying `config` and
@@ -282,6 +369,9 @@ impl TokenStore {
         for entry in file.tokens {
             store.push(entry);
         }
+        for entry in file.sessions {
+            store.push_session(entry);
+        }
         store.forget_expired(unix_secs(now));
         Ok(store)
     }
@@ -298,6 +388,7 @@ impl TokenStore {
         let file = TokenFile {
             version: FILE_VERSION,
             tokens: self.tokens.clone(),
+            sessions: self.sessions.clone(),
         };
         let json = serde_json::to_string(&file).map_err(io::Error::other)?;
         let mut temporary = path.as_os_str().to_owned();

@@ -303,3 +303,41 @@ fn the_token_file_is_readable_by_its_owner_only() {
     let loaded = TokenStore::load(&path, StoreConfig::default(), at(1_000)).unwrap();
     assert_eq!(loaded.len(), 1);
 }
+
+#[test]
+fn a_session_per_server_is_kept_handed_out_once_and_saved() {
+    let path = scratch_file("sessions.json");
+    let server = addr("192.0.2.1:443");
+    let other = addr("192.0.2.2:443");
+    let mut store = TokenStore::new(StoreConfig::default());
+    store.insert_session(NAME, server, vec![1], at(1_000));
+    store.insert_session(NAME, server, vec![2], at(1_100));
+    store.insert_session(NAME, other, vec![3], at(1_200));
+    store.insert_session(NAME, other, Vec::new(), at(1_300));
+    store.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.ends_with(concat!(
+            r#""sessions":[{"server_name":"example.org","server_addr":"192.0.2.1:443","received":1100,"session":"02"},"#,
+            r#"{"server_name":"example.org","server_addr":"192.0.2.2:443","received":1200,"session":"03"}]}"#
+        )),
+        "{text}"
+    );
+
+    // The newest session of each server, once; expired with the tokens.
+    let config = StoreConfig {
+        max_age: Duration::from_secs(1_000),
+        ..StoreConfig::default()
+    };
+    let mut loaded = TokenStore::load(&path, config, at(2_150)).unwrap();
+    assert!(!loaded.has_session(NAME, server), "expired");
+    assert_eq!(loaded.take_session(NAME, other, at(2_150)), Some(vec![3]));
+    assert_eq!(loaded.take_session(NAME, other, at(2_150)), None);
+
+    // A file without sessions still loads.
+    let mut tokens_only = TokenStore::new(StoreConfig::default());
+    tokens_only.insert(NAME, server, vec![9], at(1_000));
+    tokens_only.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("sessions"), "{text}");
+}
