@@ -1,5 +1,11 @@
-//! The client side: keep tokens, present one, make room for the resumed
-//! window.
+//! The client side: keep tokens and TLS sessions, present them, make room
+//! for the resumed window.
+//!
+//! A kept TLS session (with its ticket) lets the next connection resume TLS
+//! and send its request as early data (0-RTT), a round trip sooner; the
+//! application sends it once `conn.is_in_early_data()` holds, as upstream's
+//! HTTP/3 client does. A server that refuses the early data answers the
+//! request after the handshake: nothing is lost but the round trip.
 //!
 //! A token is an extensible token the client may read and adjust only when
 //! the server that sent it announced the `ex_token` transport parameter on
@@ -52,6 +58,9 @@ pub struct ClientConfig {
     pub max_credit: u64,
     /// Bounds of the token store.
     pub store: StoreConfig,
+    /// Whether to keep TLS sessions and resume them with early data
+    /// (0-RTT). On by default.
+    pub early_data: bool,
 }
 
 impl Default for ClientConfig {
@@ -62,6 +71,7 @@ impl Default for ClientConfig {
             credit_per_capacity: 2,
             max_credit: 64 * 1024 * 1024,
             store: StoreConfig::default(),
+            early_data: true,
         }
     }
 }
@@ -104,14 +114,19 @@ impl ResumeClient {
         &self.store
     }
 
-    /// Recognises the server's `ex_token` transport parameter.
+    /// Recognises the server's `ex_token` transport parameter, and enables
+    /// early data unless [`ClientConfig::early_data`] is off.
     pub fn configure(&self, config: &mut quiche::Config) -> Result<(), Error> {
         config.set_ex_token(ex_token::TP_EX_TOKEN, 0)?;
+        if self.config.early_data {
+            config.enable_early_data();
+        }
         Ok(())
     }
 
     /// Connects like [`quiche::connect()`], presenting a stored token for
-    /// (`server_name`, `peer`) if there is one.
+    /// (`server_name`, `peer`) if there is one, and resuming the TLS
+    /// session kept for it (with early data, unless it is off).
     ///
     /// The connection's initial flow-control credit (connection and stream,
     /// and the autotuning ceilings) is set in `config` to `base_credit`, or
@@ -140,6 +155,14 @@ impl ResumeClient {
         let mut conn = quiche::connect(Some(server_name), scid, local, peer, config)?;
         if let Some(held) = held {
             conn.set_token(&held.token)?;
+        }
+        if self.config.early_data {
+            if let Some(session) = self.store.take_session(server_name, peer, now) {
+                // A session quiche cannot read only costs the resumption.
+                if let Err(e) = conn.set_session(&session) {
+                    log::debug!("{server_name} {peer}: kept TLS session not usable: {e}");
+                }
+            }
         }
         Ok(conn)
     }
@@ -170,7 +193,7 @@ impl ResumeClient {
     /// Housekeeping after each `recv()`: keeps the tokens the server sent
     /// for the next connection to (`server_name`, `peer`), each with
     /// whether the server announced `ex_token` on this connection
-    /// ([`announced_ex_token`]).
+    /// ([`announced_ex_token`]), and the newest TLS session.
     pub fn on_progress(
         &mut self,
         conn: &mut quiche::Connection,
@@ -182,6 +205,14 @@ impl ResumeClient {
         while let Some(token) = conn.new_token_next() {
             let held = HeldToken { token, ex_token };
             self.store.insert_held(server_name, peer, held, now);
+        }
+        if self.config.early_data {
+            if let Some(session) = conn.session() {
+                if self.store.session(server_name, peer) != Some(session) {
+                    self.store
+                        .insert_session(server_name, peer, session.to_vec(), now);
+                }
+            }
         }
     }
 }

@@ -128,6 +128,7 @@
 
 mod budget;
 mod client;
+mod early_data;
 mod error;
 mod initial;
 mod metrics;
@@ -137,6 +138,7 @@ mod stats;
 
 pub use budget::JumpBudget;
 pub use client::{announced_ex_token, ClientConfig, RequestedCapacity, ResumeClient};
+pub use early_data::{EarlyData, ADDRESS_TOKEN_RECORD, FIRST_FLIGHT_RECORD};
 pub use error::Error;
 pub use initial::{DropReason, InitialAction};
 pub use metrics::{MetricsSnapshot, Refusal, ServerMetrics};

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ex_token::{InvalidToken, NoResume, OpenError};
 
-use crate::{DropReason, InitialAction};
+use crate::{DropReason, EarlyData, InitialAction};
 
 /// Why a presented token did not resume its connection, as an operator
 /// groups it.
@@ -129,6 +129,11 @@ pub struct ServerMetrics {
     resuming_initials_retried: AtomicU64,
     retry_tokens_validated: AtomicU64,
     initials_dropped: [AtomicU64; DropReason::ALL.len()],
+    early_data_accepted: AtomicU64,
+    early_data_replayed: AtomicU64,
+    early_data_unchecked: AtomicU64,
+    early_data_refused_by_tls: AtomicU64,
+    address_tokens_replayed: AtomicU64,
 }
 
 /// The counters at one moment; every field only ever grows.
@@ -185,6 +190,25 @@ pub struct MetricsSnapshot {
     /// (an Initial carrying a NEW_TOKEN token is never dropped, so no
     /// resuming client is among them).
     pub initials_dropped: [u64; DropReason::ALL.len()],
+    /// Connections whose early data (0-RTT) was accepted: a new first
+    /// flight, answered before the handshake completed.
+    pub early_data_accepted: u64,
+    /// First flights with early data seen before: replays (an attacker's,
+    /// or a client's own retransmission to another server of the fleet).
+    /// Their early data waited for the handshake.
+    pub early_data_replayed: u64,
+    /// First flights whose early data waited for the handshake because the
+    /// guard could not tell whether they were new (full, unreachable).
+    pub early_data_unchecked: u64,
+    /// First flights whose early data TLS refused: tickets from a key the
+    /// server no longer holds, settings changed since the ticket, ticket
+    /// ages out of tolerance. Those connections went on in 1-RTT.
+    pub early_data_refused_by_tls: u64,
+    /// Tokens presented again from the address they validate, within the
+    /// time the guard remembers them: they did not validate it again (RFC
+    /// 9000, section 8.1.4), and the server kept to three times what it
+    /// received until the handshake did.
+    pub address_tokens_replayed: u64,
 }
 
 impl MetricsSnapshot {
@@ -221,17 +245,39 @@ impl ServerMetrics {
             resuming_initials_retried: read(&self.resuming_initials_retried),
             retry_tokens_validated: read(&self.retry_tokens_validated),
             initials_dropped: std::array::from_fn(|i| read(&self.initials_dropped[i])),
+            early_data_accepted: read(&self.early_data_accepted),
+            early_data_replayed: read(&self.early_data_replayed),
+            early_data_unchecked: read(&self.early_data_unchecked),
+            early_data_refused_by_tls: read(&self.early_data_refused_by_tls),
+            address_tokens_replayed: read(&self.address_tokens_replayed),
         }
     }
 
-    pub(crate) fn on_accept(&self, token_presented: bool, address_validated: bool) {
+    /// Counts what became of a connection's early data, once known.
+    pub(crate) fn on_early_data(&self, early_data: EarlyData) {
+        match early_data {
+            EarlyData::Accepted => add(&self.early_data_accepted),
+            EarlyData::Replayed => add(&self.early_data_replayed),
+            EarlyData::GuardUnavailable => add(&self.early_data_unchecked),
+            EarlyData::RefusedByTls(_) => add(&self.early_data_refused_by_tls),
+            EarlyData::Unknown | EarlyData::Disabled | EarlyData::NotSent | EarlyData::Checking => {
+            }
+        }
+    }
+
+    pub(crate) fn on_address_token_replayed(&self) {
+        add(&self.address_tokens_replayed);
+    }
+
+    pub(crate) fn on_accept(&self, token_presented: bool) {
         add(&self.connections);
         if token_presented {
             add(&self.tokens_presented);
         }
-        if address_validated {
-            add(&self.addresses_validated);
-        }
+    }
+
+    pub(crate) fn on_address_validated(&self) {
+        add(&self.addresses_validated);
     }
 
     /// Counts what [`crate::ResumeServer::on_initial`] decided;

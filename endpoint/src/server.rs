@@ -8,11 +8,12 @@ use careful_resume::{InitialData, Phase, SavedState, Trigger};
 use quiche::BufFactory;
 
 use ex_token::{
-    Claim, ClaimOutcome, KeyRing, MemoryGuard, NoResume, Rng, SavedParameters, SavedPath, SavedSet,
-    SystemRng, TokenGuard, TokenKey, TokenRejected, TokenServer,
+    Claim, ClaimOutcome, KeyRing, MemoryGuard, NoResume, OnceId, Rng, SavedParameters, SavedPath,
+    SavedSet, SystemRng, TokenGuard, TokenKey, TokenRejected, TokenServer,
 };
 
 use crate::budget::{JumpBudget, JumpShares, Share};
+use crate::early_data::{EarlyData, OnceCheck, ADDRESS_TOKEN_RECORD, FIRST_FLIGHT_RECORD};
 use crate::metrics::ServerMetrics;
 use crate::Error;
 
@@ -46,6 +47,11 @@ pub struct ResumeConfig {
     /// geostationary satellite links (600 ms); longer would only widen the
     /// window in which a captured token can be replayed from its address.
     pub retry_token_lifetime: Duration,
+    /// Whether clients resuming a TLS session may send early data (0-RTT):
+    /// their request arrives a round trip sooner, and the server answers it
+    /// at once when the guard has recorded the first flight as new (see
+    /// [`EarlyData`]). On by default.
+    pub early_data: bool,
 }
 
 impl Default for ResumeConfig {
@@ -57,6 +63,7 @@ impl Default for ResumeConfig {
             jump_budget: Some(JumpBudget::default()),
             retry: true,
             retry_token_lifetime: Duration::from_secs(10),
+            early_data: true,
         }
     }
 }
@@ -84,7 +91,10 @@ pub struct ResumeSession {
     /// The client's address, which tokens are bound to.
     pub peer: SocketAddr,
     /// Whether the token validated the client's address (no Retry needed,
-    /// no anti-amplification limit).
+    /// no anti-amplification limit). A token validates once: presented
+    /// again within [`ADDRESS_TOKEN_RECORD`], it does not (RFC 9000,
+    /// section 8.1.4). With a guard across the network this becomes true
+    /// when the guard's answer arrives.
     pub address_validated: bool,
     /// The saved set the connection resumes from, or why it does not.
     /// While the guard's answer is still to come ([`ResumeSession::claim_pending`])
@@ -107,6 +117,12 @@ pub struct ResumeSession {
     /// Whether the end of the connection was seen (the claim released,
     /// when it had to be).
     closed: bool,
+    /// What became of the client's early data.
+    early_data: EarlyData,
+    /// The record of the first flight, when TLS accepted its early data.
+    first_flight: OnceCheck,
+    /// The record of the token, when it would validate the address.
+    address_check: OnceCheck,
     pub(crate) token_presented: bool,
     /// The valid saved set the token carried.
     pub(crate) presented: Option<SavedParameters>,
@@ -129,12 +145,11 @@ impl ResumeSession {
     fn new(
         peer: SocketAddr,
         token_presented: bool,
-        address_validated: bool,
         resume: Result<SavedParameters, NoResume>,
     ) -> Self {
         ResumeSession {
             peer,
-            address_validated,
+            address_validated: false,
             presented: resume.ok(),
             resume,
             rejected: None,
@@ -143,6 +158,9 @@ impl ResumeSession {
             saved_set: None,
             claim: ClaimState::NotStarted,
             closed: false,
+            early_data: EarlyData::Unknown,
+            first_flight: OnceCheck::NotAsked,
+            address_check: OnceCheck::NotAsked,
             token_presented,
             saved_for_next: None,
             bdp_tokens_sent: 0,
@@ -158,8 +176,29 @@ impl ResumeSession {
     /// the network polls the claim ([`ResumeServer::poll_claim`]) every
     /// millisecond or so while this holds, so that a held jump goes ahead
     /// promptly.
+    ///
+    /// The same holds while the guard has yet to say whether a 0-RTT first
+    /// flight is new, or whether a token validates the address: the early
+    /// response, or the whole initial window, waits for it.
     pub fn claim_pending(&self) -> bool {
         matches!(self.claim, ClaimState::Pending(_))
+            || self.first_flight.is_pending()
+            || self.address_check.is_pending()
+    }
+
+    /// What became of the client's early data (0-RTT), as far as known.
+    pub fn early_data(&self) -> EarlyData {
+        self.early_data
+    }
+
+    /// Whether the application may act on the early data now, before the
+    /// handshake completes: TLS accepted it and the guard recorded its
+    /// first flight as new. Serve idempotent requests only (a GET, not a
+    /// POST: RFC 8470); anything else waits for `is_established()`. Until
+    /// this holds, and when it never does (a replay, a guard that cannot
+    /// tell), the request waits for the handshake, as without 0-RTT.
+    pub fn early_data_accepted(&self) -> bool {
+        self.early_data.is_accepted()
     }
 }
 
@@ -237,9 +276,20 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         &mut self.tokens
     }
 
-    /// Announces extensible tokens in the server's transport parameters.
+    /// Announces extensible tokens in the server's transport parameters,
+    /// seals TLS session tickets with a key derived from the token key ring
+    /// (so that any server sharing the ring resumes them), and enables
+    /// early data unless [`ResumeConfig::early_data`] is off.
+    ///
+    /// Call it again after rotating the ring's key: tickets then follow the
+    /// new key, and clients holding one sealed under the old key make one
+    /// full handshake.
     pub fn configure(&self, config: &mut quiche::Config) -> Result<(), Error> {
         config.set_ex_token(ex_token::TP_EX_TOKEN, ex_token::EX_TOKEN_ENABLED)?;
+        config.set_ticket_key(self.tokens.keys().session_ticket_key())?;
+        if self.config.early_data {
+            config.enable_early_data();
+        }
         Ok(())
     }
 
@@ -312,9 +362,9 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 log::debug!("{peer}: token rejected, connection closed: {rejected}");
                 close_rejected(conn, &rejected)?;
                 let why = NoResume::Invalid(rejected.reason);
-                self.metrics.on_accept(token_presented, false);
+                self.metrics.on_accept(token_presented);
                 self.metrics.on_refusal(&why);
-                let mut session = ResumeSession::new(peer, token_presented, false, Err(why));
+                let mut session = ResumeSession::new(peer, token_presented, Err(why));
                 session.rejected = Some(rejected);
                 // A closed connection gets no tokens.
                 session.address_token_sent = true;
@@ -322,13 +372,21 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             }
         };
 
-        let address_validated = validation.address.is_validated();
-        self.metrics.on_accept(token_presented, address_validated);
-        if address_validated && !conn.is_established() {
-            conn.set_peer_address_verified()?;
+        self.metrics.on_accept(token_presented);
+        let validates = validation.address.is_validated() && !conn.is_established();
+        let mut session = ResumeSession::new(peer, token_presented, validation.resume);
+        if validates {
+            session.address_check = OnceCheck::ask(
+                &self.guard,
+                &OnceId::address_token(token),
+                ADDRESS_TOKEN_RECORD,
+                now,
+            );
+            self.poll_address_check(conn, &mut session);
         }
-        let mut session =
-            ResumeSession::new(peer, token_presented, address_validated, validation.resume);
+        if !self.config.early_data {
+            session.early_data = EarlyData::Disabled;
+        }
 
         match &session.resume {
             Ok(saved) => self.resume(conn, saved)?,
@@ -378,16 +436,97 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         self.poll_claim(conn, session);
     }
 
-    /// Hands the guard's answer to the connection once it has arrived. A
-    /// jump held for the answer goes ahead as soon as this sees a grant:
-    /// while [`ResumeSession::claim_pending`], call it before each `recv()`
-    /// and whenever the event loop wakes ([`ResumeServer::on_progress`]
-    /// calls it too).
+    /// Validates the client's address once the guard has recorded the
+    /// token's first use; a token used before validates nothing.
+    fn poll_address_check<F: BufFactory>(
+        &self,
+        conn: &mut quiche::Connection<F>,
+        session: &mut ResumeSession,
+    ) {
+        match session.address_check.poll() {
+            None => {}
+            // Once the handshake completes, the address is validated anyway.
+            Some(ClaimOutcome::Granted)
+                if !conn.is_established() && conn.set_peer_address_verified().is_ok() =>
+            {
+                session.address_validated = true;
+                self.metrics.on_address_validated();
+            }
+            Some(ClaimOutcome::Granted) => {}
+            Some(outcome) => {
+                log::debug!(
+                    "{}: address token not validating ({outcome:?}): presented before",
+                    session.peer
+                );
+                self.metrics.on_address_token_replayed();
+            }
+        }
+    }
+
+    /// Learns what became of the client's early data once TLS has read the
+    /// first flight, and asks the guard whether an accepted flight is new.
+    fn check_early_data<F: BufFactory>(
+        &self,
+        conn: &quiche::Connection<F>,
+        session: &mut ResumeSession,
+        now: SystemTime,
+    ) {
+        if session.early_data == EarlyData::Unknown {
+            let early_data = EarlyData::from_tls_reason(conn.early_data_reason());
+            match (early_data, conn.client_random()) {
+                (EarlyData::Checking, Some(random)) => {
+                    session.first_flight = OnceCheck::ask(
+                        &self.guard,
+                        &OnceId::first_flight(random),
+                        FIRST_FLIGHT_RECORD,
+                        now,
+                    );
+                }
+                (EarlyData::Checking, None) => {
+                    session.early_data = EarlyData::GuardUnavailable;
+                    self.metrics.on_early_data(session.early_data);
+                    return;
+                }
+                _ => {}
+            }
+            session.early_data = early_data;
+            self.metrics.on_early_data(early_data);
+        }
+        self.poll_first_flight(session);
+    }
+
+    /// Takes in the guard's answer on an accepted first flight.
+    fn poll_first_flight(&self, session: &mut ResumeSession) {
+        if session.early_data != EarlyData::Checking {
+            return;
+        }
+        let Some(outcome) = session.first_flight.poll() else {
+            return;
+        };
+        session.early_data = EarlyData::from_guard(outcome);
+        self.metrics.on_early_data(session.early_data);
+        if !session.early_data.is_accepted() {
+            log::debug!(
+                "{}: early data waits for the handshake: {}",
+                session.peer,
+                session.early_data.as_str()
+            );
+        }
+    }
+
+    /// Hands the guard's answers to the connection once they have arrived:
+    /// the claim of the saved set, and the records of the token and of a
+    /// 0-RTT first flight. A jump held for the claim goes ahead as soon as
+    /// this sees a grant: while [`ResumeSession::claim_pending`], call it
+    /// before each `recv()` and whenever the event loop wakes
+    /// ([`ResumeServer::on_progress`] calls it too).
     pub fn poll_claim<F: BufFactory>(
         &self,
         conn: &mut quiche::Connection<F>,
         session: &mut ResumeSession,
     ) {
+        self.poll_address_check(conn, session);
+        self.poll_first_flight(session);
         let ClaimState::Pending(claim) = &session.claim else {
             return;
         };
@@ -615,6 +754,9 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         }
         self.start_claim(conn, session, now);
         self.poll_claim(conn, session);
+        if session.early_data != EarlyData::Disabled {
+            self.check_early_data(conn, session, now);
+        }
         self.count_phases(conn, session, now);
         self.share_jump(conn, session);
         // A connection that is closing sends no more data: it can no

@@ -36,6 +36,8 @@ pub struct ResumeStats {
     pub saved_for_next: Option<u64>,
     /// BDP tokens sent, siblings included.
     pub bdp_tokens_sent: u32,
+    /// What became of the client's early data (0-RTT).
+    pub early_data: crate::EarlyData,
 }
 
 impl ResumeSession {
@@ -55,6 +57,7 @@ impl ResumeSession {
             jump_unused: resume.is_some_and(|r| r.jump_unused()),
             saved_for_next: self.saved_for_next,
             bdp_tokens_sent: self.bdp_tokens_sent,
+            early_data: self.early_data(),
         }
     }
 }

@@ -227,9 +227,15 @@ impl TokenStore {
 
     /// Whether a TLS session is held for the server.
     pub fn has_session(&self, server_name: &str, server_addr: SocketAddr) -> bool {
+        self.session(server_name, server_addr).is_some()
+    }
+
+    /// The TLS session held for the server, without removing it.
+    pub fn session(&self, server_name: &str, server_addr: SocketAddr) -> Option<&[u8]> {
         self.sessions
             .iter()
-            .any(|s| s.is_for(server_name, server_addr))
+            .find(|s| s.is_for(server_name, server_addr))
+            .map(|s| s.session.as_slice())
     }
 
     /// Keeps `token`, received at `now` from `server_name` at

@@ -26,7 +26,7 @@ pub mod report;
 pub mod session;
 pub mod units;
 
-pub use app::Protocol;
+pub use app::{Protocol, EARLY_DATA_CONTEXT};
 pub use cc::{CongestionControl, SlowStart};
 pub use error::ServeError;
 pub use report::ConnectionReport;

@@ -130,7 +130,11 @@ impl ServerSession {
 
     fn run_app(&mut self, now: Instant) {
         let conn = &mut self.accepted.conn;
-        if self.app.is_none() && conn.is_established() {
+        // Early data is acted on before the handshake completes only once
+        // the guard has recorded its first flight as new (a replay waits
+        // for a handshake it never completes).
+        let early = conn.is_in_early_data() && self.accepted.session.early_data_accepted();
+        if self.app.is_none() && (conn.is_established() || early) {
             match Protocol::from_alpn(conn.application_proto()) {
                 Some(protocol) => {
                     self.protocol = Some(protocol);

@@ -194,6 +194,7 @@ pub(crate) fn endpoint_settings(
         small_packets: scenario.small_packets,
         requested_capacity: None,
         jump_budget: jump_budget.then(Default::default),
+        early_data: scenario.early_data,
     }
 }
 

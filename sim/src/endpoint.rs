@@ -80,6 +80,10 @@ pub struct EndpointSettings {
     /// How the server shares out jumps among connections resuming at the
     /// same time (`cr-server`'s default); `None`: every jump in full.
     pub jump_budget: Option<cr_endpoint::JumpBudget>,
+    /// Whether the client keeps its TLS session and sends a later
+    /// connection's request as early data (0-RTT). The server accepts
+    /// early data either way, as `cr-server` does by default.
+    pub early_data: bool,
 }
 
 /// Settings shared by client and server configurations.
@@ -102,6 +106,7 @@ fn base_config(settings: &EndpointSettings) -> Result<quiche::Config, SimError> 
     config.enable_silly_window_avoidance(!settings.small_packets);
     // The network releases each datagram at its `SendInfo.at`.
     config.set_application_paces(true);
+    config.set_early_data_context(cr_serve::EARLY_DATA_CONTEXT);
     // BBR2 paces its initial window at Startup's gain (patch 0018).
     config.enable_bbr_initial_pacing_gain(true);
     // GREASE draws random values of random encoded length, which would make
@@ -343,6 +348,7 @@ impl SimClient {
             requested_capacity: settings
                 .requested_capacity
                 .map_or(RequestedCapacity::AsSaved, RequestedCapacity::AtMost),
+            early_data: settings.early_data,
             ..ClientConfig::default()
         });
         resume.configure(&mut config)?;

@@ -145,6 +145,10 @@ struct RunArgs {
     /// Do not present the token: the baseline.
     #[arg(long)]
     no_resume: bool,
+    /// Resume the TLS session too, and send each later connection's
+    /// request as early data (0-RTT), as browsers do.
+    #[arg(long)]
+    early_data: bool,
     /// How Reno and CUBIC end their first slow start: SEARCH beside
     /// HyStart++ (cr-server's default) or HyStart++ alone (quiche's).
     #[arg(long, value_enum, default_value_t)]
@@ -322,6 +326,7 @@ impl RunArgs {
             close_when_done: self.close_when_done,
             small_packets: self.small_packets,
             slow_start: self.slow_start,
+            early_data: self.early_data,
             competing: self.competing.then(Competing::default),
             ..Scenario::default()
         }

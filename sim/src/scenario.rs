@@ -78,6 +78,10 @@ pub struct Scenario {
     pub small_packets: bool,
     /// How Reno and CUBIC end their first slow start.
     pub slow_start: SlowStart,
+    /// Whether the client keeps its TLS session and sends each later
+    /// connection's request as early data (0-RTT), as browsers do; the
+    /// server accepts early data either way.
+    pub early_data: bool,
 }
 
 impl Default for Scenario {
@@ -104,11 +108,21 @@ impl Default for Scenario {
             close_when_done: false,
             small_packets: false,
             slow_start: SlowStart::Search,
+            early_data: false,
         }
     }
 }
 
 impl Scenario {
+    /// The same scenario with the request of each later connection sent as
+    /// early data (0-RTT).
+    pub fn in_early_data(&self) -> Scenario {
+        Scenario {
+            early_data: true,
+            ..self.clone()
+        }
+    }
+
     /// The same scenario as its no-resume baseline.
     pub fn baseline(&self) -> Scenario {
         Scenario {

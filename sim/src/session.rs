@@ -158,6 +158,7 @@ fn run_in(
         small_packets: scenario.small_packets,
         requested_capacity: None,
         jump_budget: Some(Default::default()),
+        early_data: scenario.early_data,
     };
     let main = world.add_flow(endpoints, full_traces)?;
     let competitor = match scenario.competing {

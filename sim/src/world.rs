@@ -800,20 +800,25 @@ impl World {
             return Ok(());
         };
         f.client.after_io(&mut pair.client, &now);
-        pair.client_app.step(pair.client.conn(), now.sim)?;
-        if pair.client_app.is_done() && !pair.closing && f.client.closes_when_done() {
-            pair.closing = true;
-            let _ = pair.client.conn().close(true, CLOSE_NO_ERROR, b"");
-        }
-        let sent = self.network.flush(
-            pair.client.conn(),
-            flow,
-            pair.generation,
-            Direction::ToServer,
-            None,
-            None,
-        )?;
-        if sent > 0 {
+        // Twice: the first flight puts a client resuming a TLS session in
+        // early data, and its request then follows at once (0-RTT).
+        for _ in 0..2 {
+            pair.client_app.step(pair.client.conn(), now.sim)?;
+            if pair.client_app.is_done() && !pair.closing && f.client.closes_when_done() {
+                pair.closing = true;
+                let _ = pair.client.conn().close(true, CLOSE_NO_ERROR, b"");
+            }
+            let sent = self.network.flush(
+                pair.client.conn(),
+                flow,
+                pair.generation,
+                Direction::ToServer,
+                None,
+                None,
+            )?;
+            if sent == 0 {
+                break;
+            }
             pair.first_packet_at.get_or_insert(now.sim);
         }
         Ok(())

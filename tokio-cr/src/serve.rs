@@ -131,7 +131,8 @@ pub fn report_line(peer: SocketAddr, stats: &ResumeStats) -> String {
     };
     let phases: Vec<&str> = stats.phases.iter().map(|(p, _)| p.as_str()).collect();
     format!(
-        "peer={peer} token={} resumed={resumed} phases=[{}] jump={} saved-for-next={}",
+        "peer={peer} token={} resumed={resumed} phases=[{}] jump={} saved-for-next={} \
+         early-data={}",
         if stats.token_presented {
             "presented"
         } else {
@@ -140,6 +141,7 @@ pub fn report_line(peer: SocketAddr, stats: &ResumeStats) -> String {
         phases.join(","),
         stats.jump_window.map_or("-".into(), |j| format!("{j}B")),
         stats.saved_for_next.map_or("-".into(), |c| format!("{c}B")),
+        stats.early_data.as_str(),
     )
 }
 

@@ -3,7 +3,7 @@
 
 use cr_endpoint::careful_resume::{Phase, Trigger};
 use cr_endpoint::ex_token::NoResume;
-use cr_endpoint::ResumeStats;
+use cr_endpoint::{EarlyData, ResumeStats};
 use tokio_cr::serve::report_line;
 
 fn stats() -> ResumeStats {
@@ -17,6 +17,7 @@ fn stats() -> ResumeStats {
         jump_unused: false,
         saved_for_next: None,
         bdp_tokens_sent: 0,
+        early_data: EarlyData::NotSent,
     }
 }
 
@@ -30,7 +31,7 @@ fn a_first_connection_says_it_had_no_token() {
     assert_eq!(
         report_line(peer, &stats),
         "peer=192.0.2.7:50000 token=none resumed=no (no token) phases=[] jump=- \
-         saved-for-next=767682B"
+         saved-for-next=767682B early-data=not_sent"
     );
 }
 
@@ -53,7 +54,7 @@ fn a_resumed_connection_names_its_phases_and_jump() {
     assert_eq!(
         report_line(peer, &stats),
         "peer=[2001:db8::1]:443 token=presented resumed=yes \
-         phases=[unvalidated,validating,normal] jump=383841B saved-for-next=767682B"
+         phases=[unvalidated,validating,normal] jump=383841B saved-for-next=767682B early-data=not_sent"
     );
 }
 
@@ -69,6 +70,6 @@ fn a_refused_token_says_why() {
         report_line(peer, &stats),
         "peer=192.0.2.7:50001 token=presented \
          resumed=no (saved capacity already used by another connection) phases=[] jump=- \
-         saved-for-next=-"
+         saved-for-next=- early-data=not_sent"
     );
 }

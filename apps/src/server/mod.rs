@@ -196,6 +196,7 @@ fn quiche_config(options: &ServerOptions) -> Result<quiche::Config, AppError> {
     config.enable_silly_window_avoidance(!options.small_packets);
     // The outbox holds each datagram until its `SendInfo.at` (net.rs).
     config.set_application_paces(true);
+    config.set_early_data_context(cr_serve::EARLY_DATA_CONTEXT);
     // BBR2 paces its initial window at Startup's gain (patch 0018).
     config.enable_bbr_initial_pacing_gain(true);
     config.set_disable_active_migration(true);

@@ -1,5 +1,7 @@
 //! HTTP/3 through quiche's h3 module: `GET /<n>` answered with status 200
-//! and `n` bytes, any other request with 404 and no body.
+//! and `n` bytes, any other request with 404 and no body, or, while it
+//! arrived as early data (0-RTT) the server may not act on, 425 Too Early
+//! (RFC 8470): only a GET is idempotent here.
 
 use quiche::h3::NameValue;
 
@@ -23,21 +25,27 @@ pub fn request_size(headers: &[quiche::h3::Header]) -> Option<u64> {
     (path.len() <= MAX_REQUEST).then(|| requested_size(path))?
 }
 
+/// The status of a response to a request the server will not act on
+/// before the handshake completes (RFC 8470, section 5.2).
+const TOO_EARLY: &[u8] = b"425";
+
 /// The HTTP/3 server of one connection.
 #[derive(Default)]
 pub struct Server {
     h3: Option<quiche::h3::Connection>,
-    /// Requests whose response headers are not sent yet.
-    unanswered: Vec<Reply>,
+    /// Requests whose response headers are not sent yet, with their status.
+    unanswered: Vec<(Reply, &'static [u8])>,
     /// Responses whose body is being sent.
     replies: Vec<Reply>,
     pub(super) served: Served,
 }
 
 impl Server {
-    /// Reads requests and writes as much of the responses as allowed.
+    /// Reads requests and writes as much of the responses as allowed. The
+    /// caller starts it once the handshake is complete, or once the early
+    /// data it may act on has arrived.
     pub fn step(&mut self, conn: &mut quiche::Connection) -> Result<(), ServeError> {
-        if self.h3.is_none() && conn.is_established() {
+        if self.h3.is_none() {
             self.h3 = Some(quiche::h3::Connection::with_transport(conn, &h3_config()?)?);
         }
         let Some(h3) = self.h3.as_mut() else {
@@ -47,9 +55,12 @@ impl Server {
             match h3.poll(conn) {
                 Ok((stream_id, quiche::h3::Event::Headers { list, .. })) => {
                     self.served.start();
-                    // u64::MAX marks "not found": no body, status 404.
-                    let remaining = request_size(&list).unwrap_or(u64::MAX);
-                    self.unanswered.push(Reply::new(stream_id, remaining));
+                    let (status, size) = match request_size(&list) {
+                        Some(size) => (&b"200"[..], size),
+                        None if !conn.is_established() => (TOO_EARLY, 0),
+                        None => (&b"404"[..], 0),
+                    };
+                    self.unanswered.push((Reply::new(stream_id, size), status));
                 }
                 Ok((stream_id, quiche::h3::Event::Data)) => {
                     // Request bodies are not used: read and drop them.
@@ -64,12 +75,11 @@ impl Server {
 
         let served = &mut self.served;
         let replies = &mut self.replies;
-        self.unanswered.retain_mut(|reply| {
-            let found = reply.remaining != u64::MAX;
-            let length = if found { reply.remaining } else { 0 };
+        self.unanswered.retain_mut(|(reply, status)| {
+            let length = reply.remaining;
             let length_text = length.to_string();
             let headers = [
-                quiche::h3::Header::new(b":status", if found { b"200" } else { b"404" }),
+                quiche::h3::Header::new(b":status", status),
                 quiche::h3::Header::new(b"content-length", length_text.as_bytes()),
             ];
             let empty = length == 0;
@@ -128,14 +138,15 @@ impl Client {
         }
     }
 
-    /// Sends the request once the handshake is done and reads the body.
+    /// Sends the request once the handshake is done, or at once in early
+    /// data when resuming a TLS session, and reads the body.
     pub fn step<T: Copy + Ord>(
         &mut self,
         conn: &mut quiche::Connection,
         now: T,
         progress: &mut Progress<T>,
     ) -> Result<(), ServeError> {
-        if self.h3.is_none() && conn.is_established() {
+        if self.h3.is_none() && (conn.is_established() || conn.is_in_early_data()) {
             self.h3 = Some(quiche::h3::Connection::with_transport(conn, &h3_config()?)?);
         }
         let Some(h3) = self.h3.as_mut() else {

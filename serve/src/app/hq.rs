@@ -93,14 +93,15 @@ impl Client {
         }
     }
 
-    /// Sends the request once the handshake is done and reads the body.
+    /// Sends the request once the handshake is done, or at once in early
+    /// data when resuming a TLS session, and reads the body.
     pub fn step<T: Copy + Ord>(
         &mut self,
         conn: &mut quiche::Connection,
         now: T,
         progress: &mut Progress<T>,
     ) -> Result<(), ServeError> {
-        if !conn.is_established() {
+        if !conn.is_established() && !conn.is_in_early_data() {
             return Ok(());
         }
         if self.sent < self.request.len() {

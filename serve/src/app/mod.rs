@@ -64,6 +64,13 @@ fn requested_size(path: &[u8]) -> Option<u64> {
     path.strip_prefix('/')?.parse().ok()
 }
 
+/// The application's part of the early-data context of a server running
+/// these applications (`quiche::Config::set_early_data_context`): a client
+/// sends 0-RTT under the HTTP/3 SETTINGS it remembers (RFC 9114, section
+/// 7.2.4.2), so this changes whenever the SETTINGS do, and a server with
+/// new ones refuses early data sent under the old.
+pub const EARLY_DATA_CONTEXT: &[u8] = b"cr-serve: h3 with quiche's default SETTINGS; hq-interop";
+
 /// A response body still being written.
 #[derive(Clone, Copy, Debug)]
 struct Reply {
