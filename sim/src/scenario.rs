@@ -79,8 +79,8 @@ pub struct Scenario {
     /// How Reno and CUBIC end their first slow start.
     pub slow_start: SlowStart,
     /// Whether the client keeps its TLS session and sends each later
-    /// connection's request as early data (0-RTT), as browsers do; the
-    /// server accepts early data either way.
+    /// connection's request as early data (0-RTT), as browsers do, and the
+    /// server accepts it.
     pub early_data: bool,
 }
 
