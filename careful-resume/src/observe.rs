@@ -57,7 +57,7 @@ use std::time::{Duration, Instant};
 
 use crate::ack_train::AckTrain;
 use crate::min_filter::WindowedMin;
-use crate::phase::{Transition, Trigger};
+use crate::phase::{Phase, Transition, Trigger};
 use crate::rate::bytes_in;
 
 /// An emission needs the estimate to have grown by this fraction (1/4).
@@ -257,7 +257,16 @@ impl Observer {
     /// A Careful Resume phase change of this connection: one that discredits
     /// the saved set it started from (congestion, a path or RTT change, the
     /// set consumed) counts as congestion ([`Observer::on_congestion`]).
+    ///
+    /// The jump uses the set: a token that handed it on before the jump is
+    /// spent (the guard lets a set serve one jump), so the next emission
+    /// goes out whatever it measures, as this connection's own. Without it,
+    /// a connection that measures exactly what it started from would leave
+    /// the client presenting the spent set next time, and not resume.
     pub fn on_transition(&mut self, transition: &Transition) {
+        if transition.to == Phase::Unvalidated && self.last.is_some_and(|last| last.handed_on) {
+            self.last = None;
+        }
         let discredited = transition.saved_set_consumed
             || matches!(
                 transition.trigger,

@@ -221,6 +221,38 @@ fn a_resumed_connection_never_saves_less_than_it_started_from() {
 }
 
 #[test]
+fn after_the_jump_the_set_handed_on_is_replaced_even_by_an_equal_measure() {
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    assert_eq!(
+        feed.sample(0, 60_000, 100),
+        handed_on(1_000_000, 100, feed.at(0))
+    );
+    // The jump spends the set that token carries.
+    feed.observer.on_transition(&Transition {
+        from: Phase::Reconnaissance,
+        to: Phase::Unvalidated,
+        trigger: Trigger::CongestionWindowLimited,
+        cwnd: Some(500_000),
+        ssthresh: None,
+        pipesize: IW,
+        first_unvalidated_pn: Some(10),
+        last_unvalidated_pn: None,
+        saved: SavedState {
+            cwnd: 1_000_000,
+            rtt: MS * 100,
+        },
+        saved_set_consumed: false,
+        at: feed.at(100),
+    });
+    // What it measures next, exactly the floor, goes out again: the client
+    // must not be left with the spent token as its newest.
+    assert_eq!(
+        feed.sample(200, 1_000_000, 100),
+        saved_at_end(1_000_000, 100, feed.at(200))
+    );
+}
+
+#[test]
 fn congestion_withdraws_a_handed_on_set() {
     let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
     feed.sample(0, 300_000, 100).unwrap();
