@@ -69,6 +69,9 @@ pub struct ClientOptions {
     /// ([`cr_serve::body`]); without it the bytes are only counted
     /// ([`DownloadReport::verified`]).
     pub verify: bool,
+    /// Keep TLS sessions in the token file and send the request as early
+    /// data (0-RTT) when one is kept for the server.
+    pub early_data: bool,
 }
 
 /// The token a connection presented.
@@ -158,6 +161,11 @@ pub struct DownloadReport {
     pub status: Option<u16>,
     /// The address the client sent from (to send from it again, e.g.).
     pub local: SocketAddr,
+    /// Whether the request went as early data, and the server took it:
+    /// `None` when it did not go as early data (no session kept, or early
+    /// data off), `Some(false)` when the server refused it (the request
+    /// was then sent again after the handshake).
+    pub early_data: Option<bool>,
 }
 
 impl std::fmt::Display for DownloadReport {
@@ -175,7 +183,12 @@ impl std::fmt::Display for DownloadReport {
         if let Some(status) = self.status {
             write!(f, " status={status}")?;
         }
-        Ok(())
+        let early_data = match self.early_data {
+            None => "none",
+            Some(true) => "accepted",
+            Some(false) => "refused",
+        };
+        write!(f, " early-data={early_data}")
     }
 }
 
@@ -270,6 +283,7 @@ pub fn download_watched(
         store,
         ClientConfig {
             requested_capacity,
+            early_data: options.early_data,
             ..ClientConfig::default()
         },
     );
@@ -320,6 +334,13 @@ pub fn download_watched(
     let mut heard_or_pinged = start;
 
     let mut next_send = drain_connection(&mut conn, &mut outbox).next_send;
+    // The first flight puts a client resuming a TLS session in early data:
+    // its request follows at once (0-RTT).
+    let sent_early = conn.is_in_early_data();
+    if sent_early {
+        app.step(&mut conn, start)?;
+        next_send = drain_connection(&mut conn, &mut outbox).next_send;
+    }
     loop {
         let now = Instant::now();
         outbox.flush(&socket, now);
@@ -454,5 +475,7 @@ pub fn download_watched(
         verified: progress.verified,
         status: progress.status,
         local,
+        // BoringSSL's ssl_early_data_accepted.
+        early_data: sent_early.then(|| conn.early_data_reason() == 2),
     })
 }

@@ -107,6 +107,7 @@ fn twice(
         bind: None,
         // upstream's example serves files, not cr-server's pattern.
         verify: false,
+        early_data: true,
     };
     let mut drops = 0;
     let reports = [1, 2].map(|n| {

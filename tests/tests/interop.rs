@@ -294,6 +294,7 @@ fn cr_client_keeps_its_token_file_and_gets_careful_resume() {
         qlog_dir: None,
         bind: None,
         verify: true,
+        early_data: true,
     };
     let first_download = download(&options).expect("first download");
     eprintln!("cr-client: {first_download}");

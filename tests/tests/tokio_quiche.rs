@@ -358,6 +358,7 @@ fn first_and_resumed(relay: &RelayHandle, name: &str) -> (Duration, Duration) {
         bind: None,
         // tokio-cr-server's body is not cr-server's pattern.
         verify: false,
+        early_data: true,
     };
     let [first, resumed] = [1, 2].map(|n| {
         let report = cr_apps::download(&options).expect("a download");

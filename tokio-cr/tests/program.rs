@@ -84,6 +84,7 @@ fn the_program_serves_and_reports_a_returning_client_with_its_token() {
             qlog_dir: None,
             bind: None,
             verify: false,
+            early_data: true,
         })
         .expect("the download completes")
     };

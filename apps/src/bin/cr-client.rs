@@ -31,9 +31,14 @@ struct Args {
     /// Token file (JSON), keyed by server name and address.
     #[arg(long, default_value = "cr-client-tokens.json")]
     token_file: PathBuf,
-    /// Neither present nor keep tokens.
+    /// Neither present nor keep tokens (nor TLS sessions).
     #[arg(long, conflicts_with = "requested_capacity")]
     no_token: bool,
+    /// Keep no TLS session and send the request only after the handshake
+    /// (1-RTT), to compare with the default: resuming the TLS session kept
+    /// in the token file and sending the request as early data (0-RTT).
+    #[arg(long)]
+    no_early_data: bool,
     /// Ask the server to resume with at most this many bytes (0 opts out
     /// of Careful Resume, while the token still validates the address).
     #[arg(long)]
@@ -123,6 +128,7 @@ fn run(args: Args) -> Result<(), AppError> {
         qlog_dir: args.qlog_dir,
         bind: args.bind,
         verify: args.verify,
+        early_data: !args.no_early_data,
     };
     for _ in 0..args.repeat {
         let report = download(&options)?;

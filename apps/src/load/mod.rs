@@ -281,6 +281,7 @@ impl Bench {
                     qlog_dir: None,
                     bind: Some(SocketAddr::new(IpAddr::V4(ip), 0)),
                     verify: true,
+                    early_data: true,
                 })
             })
             .collect()

@@ -89,6 +89,7 @@ pub fn client_options(server: SocketAddr, size: u64, token_file: &Path) -> Clien
         qlog_dir: None,
         bind: None,
         verify: true,
+        early_data: true,
     }
 }
 
