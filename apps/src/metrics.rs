@@ -9,7 +9,8 @@
 //! `cr_tokens_minted{kind="address"|"bdp"}`, `cr_resumes_refused{reason}`
 //! (see [`cr_endpoint::Refusal`]), `cr_resumes_granted`, `cr_jumps`,
 //! `cr_jumps_validated`, `cr_jumps_unused`, `cr_jumps_limited`,
-//! `cr_jumps_retreated`.
+//! `cr_jumps_retreated`, `cr_address_tokens_replayed`,
+//! `cr_early_data{outcome}` (see [`cr_endpoint::EarlyData`]).
 //!
 //! With a Redis guard ([`MetricsEndpoint::serve_with_guard`]), the gauge
 //! `cr_revocations_pending`: revocations of retreated saved sets Redis has
@@ -21,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
-use cr_endpoint::{MetricsSnapshot, Refusal, ServerMetrics};
+use cr_endpoint::{EarlyData, MetricsSnapshot, Refusal, ServerMetrics};
 use cr_guard_redis::RedisGuard;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -52,7 +53,7 @@ impl Collector for Counters {
             gauge.encode(metric)?;
         }
         let s: MetricsSnapshot = self.metrics.snapshot();
-        let single: [(&str, &str, u64); 10] = [
+        let single: [(&str, &str, u64); 11] = [
             ("cr_connections", "Connections accepted", s.connections),
             (
                 "cr_handshakes_incomplete",
@@ -95,6 +96,11 @@ impl Collector for Counters {
                 "Careful Resume jumps that met congestion (Safe Retreat)",
                 s.retreats,
             ),
+            (
+                "cr_address_tokens_replayed",
+                "Tokens presented again from their address: not validating it a second time",
+                s.address_tokens_replayed,
+            ),
         ];
         for (name, help, value) in single {
             let counter = ConstCounter::new(value);
@@ -125,6 +131,23 @@ impl Collector for Counters {
         for reason in Refusal::ALL {
             let counter = ConstCounter::new(s.refused(reason));
             counter.encode(refused.encode_family(&[("reason", reason.as_str())])?)?;
+        }
+
+        let mut early_data = encoder.encode_descriptor(
+            "cr_early_data",
+            "First flights with early data (0-RTT), by outcome: accepted, replayed, \
+             guard_unavailable (both wait for the handshake), refused_by_tls (1-RTT)",
+            None,
+            kind,
+        )?;
+        for (outcome, value) in [
+            (EarlyData::Accepted, s.early_data_accepted),
+            (EarlyData::Replayed, s.early_data_replayed),
+            (EarlyData::GuardUnavailable, s.early_data_unchecked),
+            (EarlyData::RefusedByTls(0), s.early_data_refused_by_tls),
+        ] {
+            let counter = ConstCounter::new(value);
+            counter.encode(early_data.encode_family(&[("outcome", outcome.as_str())])?)?;
         }
         Ok(())
     }

@@ -57,6 +57,12 @@ struct Args {
     /// for a full packet while an ACK is due).
     #[arg(long)]
     small_packets: bool,
+    /// Refuse early data (0-RTT): clients resuming a TLS session send their
+    /// request after the handshake. By default a request in early data is
+    /// answered at once when the guard records its first flight as new
+    /// (a replayed flight waits for a handshake it never completes).
+    #[arg(long)]
+    no_early_data: bool,
     /// Largest window Careful Resume may jump to (e.g. 4MiB).
     #[arg(long)]
     max_jump: Option<ByteSize>,
@@ -161,6 +167,7 @@ fn run(args: Args) -> Result<(), AppError> {
         }),
         idle_timeout: args.idle_timeout,
         small_packets: args.small_packets,
+        early_data: !args.no_early_data,
     })?;
     server.set_server_id(args.server_id);
     eprintln!(

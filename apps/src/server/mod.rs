@@ -100,6 +100,10 @@ pub struct ServerOptions {
     /// one ([`quiche::Config::enable_silly_window_avoidance`]); for
     /// comparisons.
     pub small_packets: bool,
+    /// Whether clients resuming a TLS session may send their request as
+    /// early data (0-RTT), answered once the guard has recorded the first
+    /// flight as new ([`cr_endpoint::ResumeConfig::early_data`]).
+    pub early_data: bool,
 }
 
 /// A bound server, ready to run.
@@ -212,6 +216,7 @@ impl Server {
         let resume_config = cr_endpoint::ResumeConfig {
             max_jump: options.max_jump,
             jump_budget: options.jump_budget,
+            early_data: options.early_data,
             ..Default::default()
         };
         let guard = options
