@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use cr_endpoint::careful_resume::Phase;
 use cr_endpoint::ex_token::{NoResume, SavedParameters};
+use cr_endpoint::EarlyData;
 
 use crate::app::Protocol;
 
@@ -51,6 +52,8 @@ pub struct ConnectionReport {
     pub packets: (usize, usize),
     /// How the connection ended, when not cleanly.
     pub error: Option<String>,
+    /// What became of the client's early data (0-RTT).
+    pub early_data: EarlyData,
 }
 
 impl ConnectionReport {
@@ -133,6 +136,9 @@ impl fmt::Display for ConnectionReport {
             self.client_dcid,
             self.set_id(),
         )?;
+        if !matches!(self.early_data, EarlyData::NotSent | EarlyData::Disabled) {
+            write!(f, " early-data={}", self.early_data.as_str())?;
+        }
         if let Some(error) = &self.error {
             write!(f, " error={error}")?;
         }

@@ -64,6 +64,11 @@ impl ServerSession {
         &self.accepted.conn
     }
 
+    /// What became of the client's early data (0-RTT), as far as known.
+    pub fn early_data(&self) -> cr_endpoint::EarlyData {
+        self.accepted.session.early_data()
+    }
+
     /// Why the application closed the connection, if the peer broke the
     /// application protocol.
     pub fn app_error(&self) -> Option<&ServeError> {
@@ -210,6 +215,7 @@ impl ServerSession {
             lifetime: now.saturating_duration_since(self.started),
             packets: (stats.sent, stats.lost),
             error,
+            early_data: self.accepted.session.early_data(),
         }
     }
 }
