@@ -104,7 +104,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ex_token::{Claim, ClaimAnswer, ClaimOutcome, RemoteEndpoint, SavedSet, SetEvent, TokenGuard};
+use ex_token::{
+    Claim, ClaimAnswer, ClaimOutcome, OnceId, RemoteEndpoint, SavedSet, SetEvent, TokenGuard,
+};
 use redis::{ConnectionAddr, IntoConnectionInfo, Parser, Value};
 
 #[cfg(feature = "testing")]
@@ -288,10 +290,20 @@ impl Shared {
 
 /// An operation on its way to the worker.
 struct Request {
-    set: SavedSet,
-    /// The set's expiry, unix milliseconds (> 0).
+    subject: Subject,
+    /// The record's expiry, unix milliseconds (> 0): the set's, or the
+    /// once-record's.
     expiry_ms: u64,
     op: Op,
+}
+
+/// What a request records.
+enum Subject {
+    /// A saved set, through [`SCRIPT`].
+    Set(SavedSet),
+    /// Something done at most once (a 0-RTT first flight, an address
+    /// token): one `SET NX PXAT`, which only the first writer wins.
+    Once(OnceId),
 }
 
 enum Op {
@@ -426,7 +438,7 @@ impl RedisGuard {
             return false;
         };
         let request = Request {
-            set: *set,
+            subject: Subject::Set(*set),
             expiry_ms,
             op,
         };
@@ -459,6 +471,29 @@ impl TokenGuard for RedisGuard {
         self.write(set, now, SetEvent::Minted);
     }
 
+    /// Queues the record for the worker without blocking, answered like a
+    /// claim (within the claim timeout; [`ClaimOutcome::Unavailable`] when
+    /// Redis cannot be reached, so the server acts as for a replay). Every
+    /// server of the fleet sees the one record: `SET NX` lets only the
+    /// first writer win.
+    fn start_once(&self, id: &OnceId, until: SystemTime, now: SystemTime) -> Claim {
+        let (claim, answer) = Claim::pending();
+        let (Some(expiry_ms), Some(queue)) = (unix_ms(until).filter(|_| until > now), &self.queue)
+        else {
+            return claim;
+        };
+        let request = Request {
+            subject: Subject::Once(*id),
+            expiry_ms,
+            op: Op::Claim {
+                deadline: Instant::now() + self.claim_timeout,
+                answer,
+            },
+        };
+        let _ = queue.try_send(Job::Request(request));
+        claim
+    }
+
     fn release(&self, set: &SavedSet, now: SystemTime) {
         self.write(set, now, SetEvent::Released);
     }
@@ -475,7 +510,7 @@ impl TokenGuard for RedisGuard {
             return;
         };
         self.shared.revocations().push(Request {
-            set: *set,
+            subject: Subject::Set(*set),
             expiry_ms,
             op: Op::Write(SetEvent::Revoked),
         });
@@ -699,8 +734,11 @@ impl Worker {
         // Replies read before a failure are good: answer them.
         let mut healthy = sent.is_ok();
         for (request, reply) in batch.drain(..replies.len()).zip(replies) {
-            let outcome = match &reply {
-                Value::BulkString(s) => match s.as_slice() {
+            let outcome = match (&request.subject, &reply) {
+                (Subject::Once(_), Value::Okay) => ClaimOutcome::Granted,
+                (Subject::Once(_), Value::Nil) => ClaimOutcome::Taken,
+                (Subject::Once(_), _) => ClaimOutcome::Unavailable,
+                (Subject::Set(_), Value::BulkString(s)) => match s.as_slice() {
                     b"granted" => ClaimOutcome::Granted,
                     b"taken" => ClaimOutcome::Taken,
                     b"superseded" => ClaimOutcome::Superseded,
@@ -767,16 +805,29 @@ impl Worker {
         for r in batch {
             self.keys.clear();
             self.keys.push_str(&self.config.key_prefix);
-            push_endpoint(&mut self.keys, &r.set.endpoint);
-            pipe.cmd("EVALSHA")
-                .arg(connection.script.as_str())
-                .arg(1)
-                .arg(self.keys.as_str())
-                .arg(op_name(&r.op))
-                .arg(format!("{:016x}", r.set.id.0))
-                .arg(r.set.measured_at_ms())
-                .arg(r.expiry_ms)
-                .arg(MAX_CLOCK_SKEW_MS);
+            match &r.subject {
+                Subject::Set(set) => {
+                    push_endpoint(&mut self.keys, &set.endpoint);
+                    pipe.cmd("EVALSHA")
+                        .arg(connection.script.as_str())
+                        .arg(1)
+                        .arg(self.keys.as_str())
+                        .arg(op_name(&r.op))
+                        .arg(format!("{:016x}", set.id.0))
+                        .arg(set.measured_at_ms())
+                        .arg(r.expiry_ms)
+                        .arg(MAX_CLOCK_SKEW_MS);
+                }
+                Subject::Once(id) => {
+                    push_once(&mut self.keys, id);
+                    pipe.cmd("SET")
+                        .arg(self.keys.as_str())
+                        .arg(1)
+                        .arg("NX")
+                        .arg("PXAT")
+                        .arg(r.expiry_ms);
+                }
+            }
         }
         connection.request(&pipe.get_packed_pipeline(), batch.len(), deadline, replies)
     }
@@ -873,6 +924,17 @@ fn push_endpoint(out: &mut String, endpoint: &RemoteEndpoint) {
     use std::fmt::Write;
     // Writing to a String cannot fail.
     let _ = write!(out, "{endpoint}");
+}
+
+/// The key of a once-record, after the prefix: `once/<kind>/<hex value>`
+/// (kept apart from the saved sets' records, which are keyed by network).
+fn push_once(out: &mut String, id: &OnceId) {
+    use std::fmt::Write;
+    let _ = write!(out, "once/{}/", id.kind.as_str());
+    for byte in id.value {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{byte:02x}");
+    }
 }
 
 /// Where the worker connects, from the URL.

@@ -783,3 +783,41 @@ fn wrong_types_errors_garbage_and_silence_are_unavailable() {
         assert_eq!(timed_claim(&guard, id), Unavailable, "no reply");
     }
 }
+
+#[test]
+fn a_once_record_is_first_for_one_server_of_the_fleet_and_lives_until_its_expiry() {
+    let redis = RedisServer::start();
+    let one = patient(&redis.url());
+    let two = patient(&redis.url());
+    let now = SystemTime::now();
+    let flight = ex_token::OnceId::first_flight([9; 32]);
+    let token = ex_token::OnceId::address_token(&[9; 32]);
+    let until = expiry();
+    let once = |guard: &RedisGuard, id| guard.start_once(&id, until, now).wait();
+    assert_eq!(once(&one, flight), Granted);
+    // Another server of the fleet sees the same record.
+    assert_eq!(once(&two, flight), Taken);
+    assert_eq!(once(&one, flight), Taken);
+    // Kinds are kept apart, even for the same 32 bytes.
+    assert_eq!(once(&two, token), Granted);
+    // Redis forgets the record at its expiry (PXAT), not before.
+    let key = format!("cr:ep:once/first-flight/{}", "09".repeat(32));
+    let expire_ms: u128 = redis::cmd("PEXPIRETIME")
+        .arg(&key)
+        .query(&mut redis.connection())
+        .unwrap();
+    let expected = until.duration_since(UNIX_EPOCH).unwrap().as_millis();
+    assert_eq!(expire_ms, expected);
+}
+
+#[test]
+fn a_once_record_without_redis_is_unavailable_within_the_timeout() {
+    let mut redis = RedisServer::start();
+    let guard = guard(&redis.url());
+    redis.stop();
+    let started = Instant::now();
+    let id = ex_token::OnceId::first_flight([3; 32]);
+    let outcome = guard.start_once(&id, expiry(), SystemTime::now()).wait();
+    assert_eq!(outcome, Unavailable);
+    assert!(started.elapsed() < 2 * TIMEOUT + SLACK);
+}
