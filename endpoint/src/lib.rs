@@ -55,7 +55,11 @@
 //!    comes later: while [`ResumeSession::claim_pending`], call
 //!    [`ResumeServer::poll_claim`] when the loop wakes (within a millisecond
 //!    or so), then `send`. When you drop a connection, call
-//!    [`ResumeServer::on_closed`]. RFC 9959 paces the jump: quiche holds
+//!    [`ResumeServer::on_closed`]. Early data (0-RTT): act on a request
+//!    before the handshake completes only once
+//!    [`ResumeSession::early_data_accepted`] (the guard recorded the first
+//!    flight as new; see [`EarlyData`]), and only on idempotent ones.
+//!    RFC 9959 paces the jump: quiche holds
 //!    its packets until they are due and wakes the loop through
 //!    `timeout()`, unless the loop declares that it sends each packet at
 //!    `SendInfo::at` (`quiche::Config::set_application_paces`).
