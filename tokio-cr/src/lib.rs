@@ -49,6 +49,13 @@
 //!   cannot be announced: tokio-quiche builds the `quiche::Config` itself
 //!   and offers no hook to it. Unmodified clients do not need it (they echo
 //!   tokens as RFC 9000 asks).
+//! - `QuicSettings::enable_early_data` stays `false` (tokio-quiche's
+//!   default). With it, tokio-quiche would hand requests that arrive as
+//!   early data to the application before the handshake completes, and the
+//!   connection reaches us only after it: there is no moment at which the
+//!   guard could record the first flight as new, so a replayed flight would
+//!   be served again (RFC 8446, section 8). Tickets are not sealed with the
+//!   ring's key either, for the same want of a hook to the `quiche::Config`.
 //!
 //! The smallest upstream change that would lift both limits: a hook in
 //! tokio-quiche's connection acceptor that sees the Initial's token before
