@@ -1,5 +1,6 @@
 //! Arbitrary bytes never validate without the key: no input makes the
-//! server validate an address or resume, and none makes it panic.
+//! server validate an address, resume or accept a Retry token, and none
+//! makes it panic.
 
 #![no_main]
 
@@ -26,5 +27,6 @@ fuzz_target!(|data: &[u8]| {
             assert!(!v.address.is_validated());
             assert!(v.resume.is_err());
         }
+        assert!(server.validate_retry_token(data, client, now).is_err());
     }
 });
