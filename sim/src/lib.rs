@@ -57,7 +57,8 @@
 //!     "gap_s": f64, "jitter_s": f64, "seed": u64, "resume": bool,
 //!     "competing_flow": bool, "close_when_done": bool,
 //!     "small_packets": bool,     // quiche's default packet sizes, not quiche-cr's
-//!     "slow_start": "hystart"|"search"
+//!     "slow_start": "hystart"|"search",
+//!     "early_data": bool         // later requests sent as early data (0-RTT)
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path
 //!   "connections": [             // [first, second, ...]
@@ -80,6 +81,7 @@
 //!         "phases": [{"t_s": f64, "from": str|null, "to": str, "trigger": str|null}],
 //!         "final_phase": str|null
 //!       },
+//!       "early_data": bool,      // the server accepted the request in 0-RTT
 //!       "packing": null | {       // how the server packed data into packets
 //!         "stream_packets": u64,  // packets that carried STREAM frames
 //!         "stream_packets_needed": u64, // full ones the body + retransmissions need
@@ -108,8 +110,9 @@
 //! `validating`, `safe_retreat`, `normal`; `congestion_window_limited`, ...);
 //! `t_s` counts from the client's first packet. `cr-sim suite --json`
 //! prints an array of `{"name", "about", "resumed": {"Ok": report} |
-//! {"Err": message}, "baseline": ..., "small_packets": ..., "wall_s"}`,
-//! then one `{"name", "about", "crowd": {"Ok": crowd report} | {"Err":
+//! {"Err": message}, "baseline": ..., "small_packets": ..., "early_data":
+//! ..., "wall_s"}` (`early_data`: resumed, each later request sent in
+//! 0-RTT), then one `{"name", "about", "crowd": {"Ok": crowd report} | {"Err":
 //! message}, "wall_s"}` per flash crowd, then `{"first_connections":
 //! [row]}`, the first-connection sweep ([`first_connections::SweepRow`]).
 //!

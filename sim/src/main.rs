@@ -4,6 +4,7 @@
 //! cr-sim run --rate 10mbit --rtt 800ms --size 1MiB [--cc cubic|reno|bbr2] [--loss P]
 //!            [--loss-window FROM..TO:P] [--rate2 R] [--rtt2 T] [--queue SIZE|xBDP]
 //!            [--gap T] [--seed N] [--app h3|hq] [--no-resume] [--competing]
+//!            [--early-data | --no-early-data]
 //!            [--qlog-dir DIR] [--plot FILE.svg] [--json] [--server-log]
 //! cr-sim crowd --clients N --rate R --rtt T --size S [--cc ...] [--spread D]
 //!              [--queue SIZE|xBDP] [--seed N] [--app h3|hq] [--competing]
@@ -30,6 +31,7 @@ use cr_sim::crowd;
 use cr_sim::crowd::Crowd;
 use cr_sim::first_connections;
 use cr_sim::output;
+use cr_sim::parallel::run_parallel;
 use cr_sim::run_session;
 use cr_sim::scenario::Competing;
 use cr_sim::suite;
@@ -55,7 +57,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// One session: a first connection, then a second one that presents the
-    /// first one's token.
+    /// first one's token; the second in 1-RTT and, run again with early
+    /// data, in 0-RTT.
     Run(RunArgs),
     /// A flash crowd: N clients each measure the path alone, then all start
     /// within --spread on one bottleneck, presenting their tokens (arm
@@ -65,8 +68,8 @@ enum Command {
     /// times: without tokens, sharing one saved set (RFC 9959's one set per
     /// Remote Endpoint), and with a set per address.
     Cgnat(CgnatArgs),
-    /// The standard scenarios, each also as its no-resume baseline, in
-    /// parallel.
+    /// The standard scenarios, each also as its no-resume baseline and
+    /// resumed in 0-RTT, in parallel.
     Suite {
         /// Print JSON instead of a table.
         #[arg(long)]
@@ -80,7 +83,8 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// GEO satellite link, 1 MiB and 10 MiB, first versus resumed, with plots.
+    /// GEO satellite link, 1 MiB and 10 MiB, first versus resumed (in 1-RTT
+    /// and in 0-RTT), with plots.
     Demo {
         /// Folder for the plots and qlog traces.
         #[arg(long, default_value = "target/cr-demo")]
@@ -145,10 +149,15 @@ struct RunArgs {
     /// Do not present the token: the baseline.
     #[arg(long)]
     no_resume: bool,
-    /// Resume the TLS session too, and send each later connection's
-    /// request as early data (0-RTT), as browsers do.
-    #[arg(long)]
+    /// Only the session that resumes the TLS session too and sends each
+    /// later connection's request as early data (0-RTT), as browsers do.
+    /// Without this flag or --no-early-data, the table shows both: each
+    /// later connection in 1-RTT, then in 0-RTT.
+    #[arg(long, conflicts_with = "no_early_data")]
     early_data: bool,
+    /// Only the session in 1-RTT: no early data.
+    #[arg(long)]
+    no_early_data: bool,
     /// How Reno and CUBIC end their first slow start: SEARCH beside
     /// HyStart++ (cr-server's default) or HyStart++ alone (quiche's).
     #[arg(long, value_enum, default_value_t)]
@@ -163,7 +172,8 @@ struct RunArgs {
     /// Draw the server's traces of both connections into this SVG file.
     #[arg(long)]
     plot: Option<PathBuf>,
-    /// Print the report as JSON (schema in the crate documentation).
+    /// Print the report as JSON (schema in the crate documentation): of
+    /// one session, in 1-RTT unless --early-data.
     #[arg(long)]
     json: bool,
     /// Also print each connection's line as `cr-server` logs it (the same
@@ -356,7 +366,27 @@ fn run(command: Command) -> Result<(), String> {
             let scenario = args.scenario();
             // Files and plots need complete traces; a report alone does not.
             let full_traces = args.qlog_dir.is_some() || args.plot.is_some();
-            let outcome = run_session(&scenario, full_traces).map_err(|e| e.to_string())?;
+            // Unless told which, the table sets each later connection in
+            // 1-RTT beside the same in 0-RTT: a second session, with early
+            // data, run alongside. Files, logs and JSON describe the first.
+            // A baseline client keeps no TLS session either: no 0-RTT.
+            let both = scenario.resume && !args.early_data && !args.no_early_data && !args.json;
+            let mut jobs = vec![(scenario.clone(), full_traces)];
+            if both {
+                jobs.push((scenario.in_early_data(), false));
+            }
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let mut outcomes =
+                run_parallel(jobs, threads, |(s, full)| run_session(&s, full)).into_iter();
+            let outcome = outcomes
+                .next()
+                .ok_or("the session did not run")?
+                .map_err(|e| e.to_string())?;
+            let in_early_data = outcomes
+                .next()
+                .transpose()
+                .map_err(|e| e.to_string())?
+                .map(|o| Report::of(&o));
             if let Some(dir) = &args.qlog_dir {
                 output::write_qlogs(&outcome, dir).map_err(|e| e.to_string())?;
             }
@@ -376,7 +406,7 @@ fn run(command: Command) -> Result<(), String> {
             if args.json {
                 println!("{}", to_json(&report)?);
             } else {
-                print!("{}", table::session(&report));
+                print!("{}", table::session(&report, in_early_data.as_ref()));
             }
             Ok(())
         }
@@ -430,10 +460,16 @@ fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
         Command::Suite { json } => {
+            // Wall time of each part, so that the docs' figures for it stay
+            // honest and a part that grew slow shows.
+            let started = std::time::Instant::now();
             let results = suite::run(suite::cases());
+            let scenarios_s = started.elapsed().as_secs_f64();
             let crowds = suite::run_crowds(suite::crowd_cases());
+            let crowds_s = started.elapsed().as_secs_f64() - scenarios_s;
             let first =
                 first_connections::run(&[CongestionControl::Cubic, CongestionControl::Reno]);
+            let first_s = started.elapsed().as_secs_f64() - scenarios_s - crowds_s;
             if json {
                 // The sessions' objects, then the crowds' (`crowd` in place
                 // of `resumed` and `baseline`).
@@ -462,10 +498,19 @@ fn run(command: Command) -> Result<(), String> {
                 if let Some((name, wall)) = walls.max_by(|a, b| a.1.total_cmp(&b.1)) {
                     println!("\nslowest session: {name} ({wall:.1} s of wall time)");
                 }
+                println!(
+                    "wall time: scenarios {scenarios_s:.1} s, crowds {crowds_s:.1} s, \
+                     first connections {first_s:.1} s"
+                );
             }
             let failed = results
                 .iter()
-                .filter(|r| r.resumed.is_err() || r.baseline.is_err() || r.small_packets.is_err())
+                .filter(|r| {
+                    r.resumed.is_err()
+                        || r.baseline.is_err()
+                        || r.small_packets.is_err()
+                        || r.early_data.is_err()
+                })
                 .count()
                 + crowds.iter().filter(|r| r.crowd.is_err()).count();
             if failed > 0 {

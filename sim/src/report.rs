@@ -69,6 +69,9 @@ pub struct ScenarioView {
     /// How Reno and CUBIC ended their first slow start: `hystart` or
     /// `search`.
     pub slow_start: &'static str,
+    /// Whether the client sent each later connection's request as early
+    /// data (0-RTT), resuming its TLS session.
+    pub early_data: bool,
 }
 
 impl ScenarioView {
@@ -94,6 +97,7 @@ impl ScenarioView {
             close_when_done: scenario.close_when_done,
             small_packets: scenario.small_packets,
             slow_start: scenario.slow_start.name(),
+            early_data: scenario.early_data,
         }
     }
 }
@@ -200,6 +204,10 @@ pub struct ConnectionReport {
     pub ratio_to_limit: Option<f64>,
     /// What Careful Resume did.
     pub cr: CrReport,
+    /// Whether the server accepted the request as early data (0-RTT): a
+    /// session run with early data whose ticket had expired goes on in
+    /// 1-RTT, and its figures are then no 0-RTT figures.
+    pub early_data: bool,
     /// How well the server packed the data into packets (`null`: the
     /// server never had a side).
     pub packing: Option<PackingReport>,
@@ -241,6 +249,7 @@ impl ConnectionReport {
             limit_s: round_s(limit_s),
             ratio_to_limit: completion.map(|c| round3(c.as_secs_f64() / limit_s)),
             cr,
+            early_data: record.early_data_accepted,
             packing: stats.map(|s| PackingReport::of(&record.server_datagrams, s, size)),
         }
     }

@@ -1,6 +1,6 @@
-//! The standard scenarios, each run resumed, as its no-resume baseline and
-//! resumed with quiche's default packet sizes, in parallel on the available
-//! cores.
+//! The standard scenarios, each run resumed, as its no-resume baseline,
+//! resumed with quiche's default packet sizes and resumed with its later
+//! requests in early data (0-RTT), in parallel on the available cores.
 //!
 //! Each simulation runs on one thread with its own virtual clock (quiche's
 //! virtual clock is thread-local), so running them side by side changes
@@ -16,6 +16,7 @@ use crate::crowd::CrowdReport;
 use crate::error::SimError;
 use crate::packing::PackingReport;
 use crate::parallel::run_parallel;
+use crate::report::ConnectionReport;
 use crate::report::Report;
 use crate::scenario::Competing;
 use crate::scenario::Scenario;
@@ -319,7 +320,12 @@ pub struct CaseResult {
     /// The resumed session with `--small-packets`: how quiche packs data by
     /// default, for comparison.
     pub small_packets: Result<Report, String>,
-    /// Wall time of the slowest of the three sessions, in seconds (at most
+    /// The resumed session with each later request sent as early data
+    /// (0-RTT), as a browser resuming its TLS session does: the request
+    /// arrives a round trip sooner, while the jump still waits for the
+    /// connection's first RTT sample.
+    pub early_data: Result<Report, String>,
+    /// Wall time of the slowest of the four sessions, in seconds (at most
     /// 10 on a two-core machine, so that the suite stays quick).
     pub wall_s: f64,
 }
@@ -332,6 +338,14 @@ impl CaseResult {
         let baseline = self.baseline.as_ref().ok()?.last().completion_s?;
         (baseline > 0.0).then(|| resumed / baseline)
     }
+
+    /// The last connection of the session resumed in 0-RTT, when its server
+    /// accepted the early data (`None` otherwise: a ticket too old to offer,
+    /// so there was no 0-RTT figure to give).
+    pub fn in_early_data(&self) -> Option<&ConnectionReport> {
+        let last = self.early_data.as_ref().ok()?.last();
+        last.early_data.then_some(last)
+    }
 }
 
 /// One session's report, or why it failed.
@@ -341,8 +355,8 @@ fn report(scenario: &Scenario) -> Result<Report, String> {
         .map_err(|e: SimError| e.to_string())
 }
 
-/// Runs `cases`, each resumed, as baseline and with short packets, on the
-/// available cores.
+/// Runs `cases`, each resumed, as baseline, with short packets and in
+/// 0-RTT, on the available cores.
 pub fn run(cases: Vec<Case>) -> Vec<CaseResult> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs: Vec<Scenario> = cases
@@ -352,6 +366,7 @@ pub fn run(cases: Vec<Case>) -> Vec<CaseResult> {
                 c.scenario.clone(),
                 c.scenario.baseline(),
                 c.scenario.with_small_packets(),
+                c.scenario.in_early_data(),
             ]
         })
         .collect();
@@ -364,20 +379,25 @@ pub fn run(cases: Vec<Case>) -> Vec<CaseResult> {
         .into_iter()
         .map(|case| {
             let mut next = || reports.next().unwrap_or((Err("not run".to_string()), 0.0));
-            let [(resumed, a), (baseline, b), (small_packets, c)] = [next(), next(), next()];
+            let [(resumed, a), (baseline, b), (small_packets, c), (early_data, d)] =
+                [next(), next(), next(), next()];
             CaseResult {
                 name: case.name,
                 about: case.about,
                 resumed,
                 baseline,
                 small_packets,
-                wall_s: (a.max(b).max(c) * 1000.0).round() / 1000.0,
+                early_data,
+                wall_s: (a.max(b).max(c).max(d) * 1000.0).round() / 1000.0,
             }
         })
         .collect()
 }
 
-/// The suite's table: one row per case.
+/// The suite's table: one row per case. `resumed` is the last connection
+/// in 1-RTT, `0-RTT` the same connection with its request sent as early
+/// data (`-` when the server did not accept it), so that what Careful
+/// Resume saves and what 0-RTT adds read side by side.
 pub fn render(results: &[CaseResult]) -> String {
     let rows: Vec<Vec<String>> = results
         .iter()
@@ -390,14 +410,15 @@ pub fn render(results: &[CaseResult]) -> String {
                 table::secs(resumed.map(|x| x.limit_s)),
                 table::secs(resumed.and_then(|x| x.first().completion_s)),
                 table::secs(second.and_then(|c| c.completion_s)),
+                table::secs(r.in_early_data().and_then(|c| c.completion_s)),
                 table::secs(baseline.and_then(|x| x.last().completion_s)),
                 table::times(resumed.and_then(|x| x.speedup)),
                 table::times(second.and_then(|c| c.ratio_to_limit)),
                 r.versus_baseline()
                     .map_or("-".into(), |v| format!("{:+.1}%", (v - 1.0) * 100.0)),
-                match (&r.resumed, &r.baseline) {
-                    (Err(e), _) | (_, Err(e)) => format!("error: {e}"),
-                    (Ok(x), Ok(_)) => table::cr_summary(x.last()),
+                match (&r.resumed, &r.baseline, &r.early_data) {
+                    (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => format!("error: {e}"),
+                    (Ok(x), Ok(_), Ok(_)) => table::cr_summary(x.last()),
                 },
             ]
         })
@@ -408,6 +429,7 @@ pub fn render(results: &[CaseResult]) -> String {
             "limit",
             "first",
             "resumed",
+            "0-RTT",
             "baseline",
             "speed-up",
             "vs limit",

@@ -263,13 +263,50 @@ fn connection_name(index: usize) -> String {
         .map_or_else(|| format!("#{}", index + 1), |name| name.to_string())
 }
 
-/// The human form of `cr-sim run`.
-pub fn session(report: &Report) -> String {
+/// The name of a session's connection `index` in the table: "first",
+/// "second", ..., with ", 0-RTT" for a later connection whose request the
+/// server accepted as early data, and ", no 0-RTT" for one of a session with
+/// early data whose request went in 1-RTT after all (no ticket to offer).
+fn row_name(report: &Report, index: usize) -> String {
+    let name = connection_name(index);
+    match report.connections.get(index) {
+        Some(c) if c.early_data => format!("{name}, 0-RTT"),
+        Some(_) if index > 0 && report.scenario.early_data => format!("{name}, no 0-RTT"),
+        _ => name,
+    }
+}
+
+/// A session's table row for its connection `c`, named `name`.
+fn session_row(name: String, c: &ConnectionReport) -> Vec<String> {
+    let saved = |t: &Option<TokenReport>| {
+        t.map_or("-".into(), |t| format!("{} kB", t.capacity_bytes / 1000))
+    };
+    vec![
+        name,
+        ByteSize(c.size_bytes).to_string(),
+        secs(c.completion_s),
+        secs(c.ttfb_s),
+        c.goodput_mbps
+            .map_or("-".into(), |g| format!("{g:.2} Mbit/s")),
+        c.packets_sent.to_string(),
+        c.packets_lost.to_string(),
+        times(c.ratio_to_limit),
+        saved(&c.token_presented),
+        saved(&c.token_left),
+        cr_summary(c),
+    ]
+}
+
+/// The human form of `cr-sim run`: the session's connections, then, when
+/// `in_early_data` holds the same session run with early data, its later
+/// connections in 0-RTT, so that the two ways of resuming read side by
+/// side against the same first connection.
+pub fn session(report: &Report, in_early_data: Option<&Report>) -> String {
     let s = &report.scenario;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} over {} Mbit/s, RTT {} ms, {} {}, seed {}{}",
+        "{} over {} Mbit/s, RTT {} ms, {} {}, seed {}{}{}",
         ByteSize(s.size_bytes),
         s.rate_bps as f64 / 1e6,
         s.rtt_s * 1e3,
@@ -280,33 +317,23 @@ pub fn session(report: &Report) -> String {
             ""
         } else {
             ", no resume (baseline)"
+        },
+        if s.early_data {
+            ", later requests as early data (0-RTT)"
+        } else {
+            ""
         }
     );
     let _ = writeln!(out, "physical limit 2*RTT + L/B: {:.3} s\n", report.limit_s);
-    let saved = |t: &Option<TokenReport>| {
-        t.map_or("-".into(), |t| format!("{} kB", t.capacity_bytes / 1000))
-    };
-    let rows: Vec<Vec<String>> = report
-        .connections
-        .iter()
-        .enumerate()
-        .map(|(index, c)| {
-            vec![
-                connection_name(index),
-                ByteSize(c.size_bytes).to_string(),
-                secs(c.completion_s),
-                secs(c.ttfb_s),
-                c.goodput_mbps
-                    .map_or("-".into(), |g| format!("{g:.2} Mbit/s")),
-                c.packets_sent.to_string(),
-                c.packets_lost.to_string(),
-                times(c.ratio_to_limit),
-                saved(&c.token_presented),
-                saved(&c.token_left),
-                cr_summary(c),
-            ]
-        })
+    let mut rows: Vec<Vec<String>> = (0..report.connections.len())
+        .map(|index| session_row(row_name(report, index), &report.connections[index]))
         .collect();
+    if let Some(other) = in_early_data {
+        rows.extend(
+            (1..other.connections.len())
+                .map(|index| session_row(row_name(other, index), &other.connections[index])),
+        );
+    }
     out.push_str(&render(
         &[
             "connection",
@@ -323,19 +350,44 @@ pub fn session(report: &Report) -> String {
         ],
         &rows,
     ));
+    let last = report.connections.len() - 1;
     let _ = writeln!(
         out,
         "\nspeed-up (first / {}): {}",
-        connection_name(report.connections.len() - 1),
+        row_name(report, last),
         times(report.speedup)
     );
-    if let Some(c) = &report.competing {
+    if let Some(other) = in_early_data {
+        // Against the first connection shown above, the same download.
+        let speedup = report
+            .first()
+            .completion_s
+            .zip(other.last().completion_s)
+            .filter(|&(_, b)| b > 0.0)
+            .map(|(a, b)| (a / b * 1e3).round() / 1e3);
         let _ = writeln!(
             out,
-            "competing flow: {:.2} Mbit/s before, {:.2} Mbit/s during the second connection ({})",
-            c.before_mbps,
-            c.during_mbps,
-            times(c.kept)
+            "speed-up (first / {}): {}",
+            row_name(other, other.connections.len() - 1),
+            times(speedup)
+        );
+    }
+    for (label, r) in std::iter::once(("", report)).chain(in_early_data.map(|r| (", 0-RTT", r))) {
+        if let Some(c) = &r.competing {
+            let _ = writeln!(
+                out,
+                "competing flow: {:.2} Mbit/s before, {:.2} Mbit/s during the second connection{label} ({})",
+                c.before_mbps,
+                c.during_mbps,
+                times(c.kept)
+            );
+        }
+    }
+    if in_early_data.is_some() {
+        let _ = writeln!(
+            out,
+            "0-RTT: the request goes with the first flight, a round trip sooner; \
+             the jump still waits for the first RTT sample"
         );
     }
     out
@@ -383,6 +435,7 @@ mod tests {
                 final_phase: phases.last().map(|p| p.to),
                 phases,
             },
+            early_data: false,
             packing: None,
         };
         let retreated = connection(vec![

@@ -42,6 +42,11 @@ use crate::qlog_capture::QlogBuffer;
 /// (H3_NO_ERROR; also used for the raw-stream application).
 const CLOSE_NO_ERROR: u64 = 0x100;
 
+/// BoringSSL's `ssl_early_data_accepted`, what
+/// `quiche::Connection::early_data_reason` says of a first flight whose
+/// early data TLS accepted.
+const EARLY_DATA_ACCEPTED: u32 = 2;
+
 /// Steps allowed at one instant before the loop is declared stuck: a
 /// timer that fires without moving forward would otherwise spin forever.
 const MAX_STEPS_AT_ONE_INSTANT: u32 = 100_000;
@@ -314,6 +319,10 @@ pub struct ConnectionRecord {
     /// The saved set of the token the client would present next, once the
     /// connection is over.
     pub token_left: Option<TokenCapacity>,
+    /// Whether the server's TLS accepted the client's early data (0-RTT):
+    /// what tells a 0-RTT connection from one that fell back to 1-RTT (a
+    /// ticket too old, or none).
+    pub early_data_accepted: bool,
 }
 
 /// A client and a server that run connections one after another.
@@ -537,6 +546,10 @@ impl World {
         let server_stats = pair.server.as_ref().map(|s| s.conn_ref().stats());
         let now = self.network.now.instant;
         let server_report = pair.server.as_ref().map(|s| s.session().report(now));
+        let early_data_accepted = pair
+            .server
+            .as_ref()
+            .is_some_and(|s| s.conn_ref().early_data_reason() == EARLY_DATA_ACCEPTED);
         let server_qlog = pair.server.as_ref().map(|s| s.qlog().clone());
         let client_qlog = pair.client.qlog().cloned();
         // Dropping the connections flushes their qlog writers.
@@ -556,6 +569,7 @@ impl World {
             client_qlog,
             token_presented: pair.token_presented,
             token_left,
+            early_data_accepted,
         })
     }
 
