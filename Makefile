@@ -95,7 +95,7 @@ results: setup quiche
 demo: setup quiche
 	$(CARGO) run --release -p cr-sim -- demo
 
-## interop-clients: unmodified quic-go and aioquic (from the registries) download 2 MiB twice through cr-relay; fails unless each one's second connection resumes (not part of make test)
+## interop-clients: unmodified quic-go and aioquic (from the registries) download 2 MiB three times through cr-relay (first, resumed with the request in 1-RTT, resumed with it in 0-RTT); fails unless both resumed connections engage Careful Resume and the server accepts the 0-RTT one's early data (not part of make test)
 .PHONY: interop-clients
 interop-clients: setup quiche
 	@scripts/interop/run.sh

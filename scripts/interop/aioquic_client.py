@@ -8,7 +8,20 @@ newest NEW_TOKEN token (``token_handler``, presented through
 (``session_ticket_handler``, presented through
 ``QuicConfiguration.session_ticket``). One line per download:
 
-    download=1 bytes=2097152 seconds=2.953 token=none new_tokens=3
+    download=1 bytes=2097152 seconds=2.953 token=none new_tokens=3 request=1rtt early_data=none odcid=6fe6b83a69452029
+
+``request`` says when the GET was sent: ``1rtt`` once the handshake completed
+(``connect()`` waits for it, the default), ``0rtt`` at once, before the
+handshake completes (``connect(..., wait_connected=False)``, for the
+downloads listed in ``--early-data``), which puts it in 0-RTT packets when
+the kept session ticket allows early data. ``early_data`` is aioquic's view
+of the connection (``tls.early_data_accepted``, from the server's
+EncryptedExtensions): ``accepted``, ``rejected`` (offered, as aioquic does
+whenever its ticket allows it, and refused) or ``none`` (not offered: no
+ticket). aioquic offers early data with any such ticket, so a ``1rtt``
+download's connection may have its HTTP/3 control streams accepted in 0-RTT
+while its request waits for the handshake. ``odcid`` is the connection's
+original destination connection ID, as cr-server's connection line names it.
 """
 
 import argparse
@@ -83,7 +96,20 @@ async def main() -> None:
         help="seconds to keep a connection open after the body, for late NEW_TOKEN frames",
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="bound on each download")
+    parser.add_argument(
+        "--early-data",
+        default="",
+        metavar="N[,N...]",
+        help="downloads (numbered from 1) whose GET is sent before the handshake completes, "
+        "in 0-RTT when the kept ticket allows it, e.g. 3",
+    )
     args = parser.parse_args()
+    try:
+        early = {int(f) for f in args.early_data.split(",") if f.strip()}
+    except ValueError:
+        parser.error(f"--early-data: not a list of download numbers: {args.early_data!r}")
+    if any(not 1 <= k <= args.n for k in early):
+        parser.error(f"--early-data: download numbers are 1..{args.n}")
 
     url = urlparse(args.url)
     host, port = url.hostname, url.port or 443
@@ -107,6 +133,7 @@ async def main() -> None:
             config.token = tokens[-1]
         config.session_ticket = ticket
         received_before = len(tokens)
+        zero_rtt = i in early
 
         start = time.monotonic()
         async with connect(
@@ -116,16 +143,27 @@ async def main() -> None:
             create_protocol=H3Client,
             session_ticket_handler=save_ticket,
             token_handler=tokens.append,
+            wait_connected=not zero_rtt,
         ) as client:
             body = await asyncio.wait_for(
                 client.get(url.netloc, url.path or "/"), timeout=args.timeout
             )
             seconds = time.monotonic() - start
+            # No public accessors for these in aioquic.
+            odcid = client._quic._original_destination_connection_id.hex()
+            tls = client._quic.tls
+            if tls.early_data_accepted:
+                early_data = "accepted"
+            elif tls.session_ticket is not None and tls.session_ticket.max_early_data_size is not None:
+                early_data = "rejected"
+            else:
+                early_data = "none"
             await asyncio.sleep(args.linger)
         print(
             f"download={i} bytes={body} seconds={seconds:.3f} "
             f"token={'presented' if presented else 'none'} "
-            f"new_tokens={len(tokens) - received_before}",
+            f"new_tokens={len(tokens) - received_before} "
+            f"request={'0rtt' if zero_rtt else '1rtt'} early_data={early_data} odcid={odcid}",
             flush=True,
         )
 

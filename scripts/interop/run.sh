@@ -2,21 +2,34 @@
 # Careful Resume with unmodified third-party QUIC clients (`make interop-clients`).
 #
 # Starts cr-server and cr-relay (20 Mbit/s, 300 ms RTT) on free loopback
-# ports, then has each client download 2 MiB twice over HTTP/3, each time over
-# a new connection, keeping only what the client library itself keeps between
-# connections (NEW_TOKEN tokens, TLS session tickets):
+# ports, then has each client download 2 MiB three times over HTTP/3, each
+# time over a new connection, keeping only what the client library itself
+# keeps between connections (NEW_TOKEN tokens, TLS session tickets):
+#
+#   1. first: no token, no ticket;
+#   2. resumed, 1-RTT: the GET is sent once the handshake has completed;
+#   3. resumed, 0-RTT: the GET is sent at once, in 0-RTT packets under the
+#      kept ticket (quic-go: http3.MethodGet0RTT; aioquic: connect(...,
+#      wait_connected=False)), which cr-server answers at once (0.5-RTT) once
+#      its guard has recorded the first flight as new.
 #
 #   quic-go  scripts/interop/quicgo/ (pinned in go.mod/go.sum, from the Go module proxy)
 #   aioquic  scripts/interop/aioquic_client.py (pinned in requirements.txt, from PyPI,
 #            into the venv target/interop-venv)
 #
-# Prints per client the two download times, the speed-up and the server's
-# verdict on the second connection; fails unless, for every client, the
-# first connection came without a token and the second presented one and
+# Prints per client the three download times and, for the resumed ones, the
+# server's verdict (cr= and early-data=); fails unless, for every client, the
+# first connection came without a token, both resumed ones presented one and
 # Careful Resume engaged (cr-server's connection line says `cr=engaged` and
-# its qlog has the jump into the Unvalidated phase).
+# its qlog has the jump into the Unvalidated phase), and the 0-RTT one's line
+# says `early-data=accepted` and its qlog has the request (stream 0) arriving
+# in a 0-RTT packet. Server lines are matched to downloads by the original
+# destination connection ID each client prints.
 #
 # Usage: scripts/interop/run.sh [quicgo] [aioquic]     (default: both)
+# INTEROP_SIZE=5120 scripts/interop/run.sh downloads that many bytes instead
+# (to see 0-RTT save a round trip on a small object; the check then fails,
+# rightly: a first connection that small saves no capacity to resume).
 # Logs, qlogs and the Go binary go to target/interop-clients/.
 # Needs the Go toolchain (PATH or /usr/local/go/bin), python3 with venv, and
 # the first time the registries; it only ever ends the processes it started.
@@ -26,14 +39,15 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=$ROOT/target/interop-clients
 VENV=$ROOT/target/interop-venv
-SIZE=2097152 # 2 MiB: long enough for slow start to matter at this path's BDP
+SIZE=${INTEROP_SIZE:-2097152} # 2 MiB: long enough for slow start to matter at this path's BDP
 RATE=20mbit
 RTT=300ms
-CLIENT_TIMEOUT=120 # seconds, for one client's two downloads
+CLIENT_TIMEOUT=120 # seconds, for one client's three downloads
 REPORT_TIMEOUT=30  # seconds, for the server to report a client's connections
 
 CLIENTS=("$@")
 [[ ${#CLIENTS[@]} -gt 0 ]] || CLIENTS=(quicgo aioquic)
+[[ $SIZE =~ ^[0-9]+$ ]] || { echo "interop-clients: INTEROP_SIZE must be a number of bytes" >&2; exit 2; }
 
 PIDS=()
 cleanup() {
@@ -125,11 +139,13 @@ say "cr-server on $SERVER, cr-relay on $RELAY ($RATE, rtt $RTT); logs in ${OUT#"
 # --- clients -----------------------------------------------------------------
 URL=https://$RELAY/$SIZE
 
+# Three downloads, each over a new connection; the third's GET goes in 0-RTT.
 run_client() { # client -> its output on stdout
 	case $1 in
-	quicgo) timeout "$CLIENT_TIMEOUT" "$OUT/quicgo-client" -url "$URL" -n 2 -ca certs/cert.pem ;;
+	quicgo) timeout "$CLIENT_TIMEOUT" "$OUT/quicgo-client" -url "$URL" -n 3 -early-data 3 \
+		-ca certs/cert.pem ;;
 	aioquic) timeout "$CLIENT_TIMEOUT" "$VENV/bin/python" scripts/interop/aioquic_client.py \
-		"$URL" -n 2 --ca certs/cert.pem ;;
+		"$URL" -n 3 --early-data 3 --ca certs/cert.pem ;;
 	esac
 }
 
@@ -138,59 +154,104 @@ reports() { grep '^peer=' "$OUT/server.log" || true; }
 # The value of key=VALUE in a line.
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
+# The server's verdict on a connection line: "cr=... early-data=...".
+verdict_of() {
+	local cr early
+	cr=$(sed -n 's/.* cr=\(engaged\|off\|not engaged\).*/\1/p' <<<"$1")
+	early=$(field early-data "$1")
+	echo "cr=${cr:-?} early-data=${early:--}"
+}
+
+# What is wrong with a resumed connection's server line ($1), empty if
+# nothing; with $2 = 0rtt, also that its request came as accepted early data.
+check_resumed() {
+	local line=$1 qlog
+	qlog=$OUT/qlog/server-$(field id "$line").sqlog
+	if [[ $(field token "$line") != valid ]]; then
+		echo "token $(field token "$line"), not valid"
+	elif ! grep -q ' cr=engaged ' <<<"$line"; then
+		echo "Careful Resume did not engage: $(sed -n 's/.* cr=\(.*\) requests=.*/\1/p' <<<"$line")"
+	elif ! grep -q '"new":"unvalidated"' "$qlog" 2>/dev/null; then
+		echo "the server's line says engaged but its qlog has no jump"
+	elif [[ $2 == 0rtt && $(field early-data "$line") != accepted ]]; then
+		echo "early data not accepted: early-data=$(field early-data "$line")"
+	elif [[ $2 == 0rtt ]] && ! grep 'packet_received' "$qlog" | grep '"packet_type":"0RTT"' |
+		grep -q '"frame_type":"stream","stream_id":0,'; then
+		echo "early data accepted but the request (stream 0) did not come in 0-RTT"
+	fi
+}
+
 failed=0
 SUMMARY=()
+DETAILS=()
 for client in "${CLIENTS[@]}"; do
 	name=$([[ $client == quicgo ]] && echo quic-go || echo aioquic)
-	before=$(reports | wc -l)
-	say "$name: downloading $SIZE B twice through the relay"
+	say "$name: downloading $SIZE B three times through the relay (first, resumed 1-RTT, resumed 0-RTT)"
 	if ! run_client "$client" >"$OUT/$client.log" 2>&1; then
 		cat "$OUT/$client.log" >&2
 		say "$name: FAILED (client error or timeout)"
 		failed=1
-		SUMMARY+=("$(printf '%-8s %8s %8s %8s  %s' "$name" - - - "client failed, see ${OUT#"$ROOT"/}/$client.log")")
+		SUMMARY+=("$(printf '%-8s %8s %8s %8s %8s  %s' "$name" - - - - "client failed, see ${OUT#"$ROOT"/}/$client.log")")
 		continue
 	fi
 	sed "s/^/  $name: /" "$OUT/$client.log" >&2
-	first_s=$(field seconds "$(grep '^download=1 ' "$OUT/$client.log")")
-	second_s=$(field seconds "$(grep '^download=2 ' "$OUT/$client.log")")
+	secs=() odcids=() lines=()
+	for k in 1 2 3; do
+		dl=$(grep "^download=$k " "$OUT/$client.log" || true)
+		secs[k]=$(field seconds "$dl")
+		odcids[k]=$(field odcid "$dl")
+	done
 
-	# The server reports a connection when it ends: wait for both.
+	# The server reports a connection when it ends: wait for all three.
 	for ((i = 0; i < REPORT_TIMEOUT * 10; i++)); do
-		(($(reports | wc -l) >= before + 2)) && break
+		missing=0
+		for k in 1 2 3; do
+			reports | grep -q " odcid=${odcids[k]:-none} " || missing=1
+		done
+		((missing == 0)) && break
 		sleep 0.1
 	done
-	mapfile -t lines < <(reports | tail -n +"$((before + 1))")
-	first_line=$(printf '%s\n' "${lines[@]}" | grep ' token=none ' | head -1 || true)
-	second_line=$(printf '%s\n' "${lines[@]}" | grep -v ' token=none ' | head -1 || true)
-	printf '%s\n' "${lines[@]}" | sed "s/^/  server: /" >&2
+	for k in 1 2 3; do
+		lines[k]=$(reports | grep " odcid=${odcids[k]:-none} " | head -1 || true)
+		[[ -n ${lines[k]} ]] && printf '  server (download %s): %s\n' "$k" "${lines[k]}" >&2
+	done
 
 	verdict=
-	if ((${#lines[@]} < 2)); then
-		verdict="server reported ${#lines[@]} of 2 connections"
-	elif [[ -z $first_line ]]; then
+	for k in 1 2 3; do
+		[[ -n ${lines[k]} ]] || verdict="server did not report download $k's connection (odcid ${odcids[k]:-?})"
+	done
+	if [[ -z $verdict && $(field token "${lines[1]}") != none ]]; then
 		verdict="first connection already had a token"
-	elif [[ -z $second_line ]]; then
-		verdict="second connection presented no token"
-	elif [[ $(field token "$second_line") != valid ]]; then
-		verdict="second connection's token did not validate"
-	elif ! grep -q ' cr=engaged ' <<<"$second_line"; then
-		verdict="Careful Resume did not engage: $(sed -n 's/.* cr=\(.*\) requests=.*/\1/p' <<<"$second_line")"
-	elif ! grep -q '"new":"unvalidated"' "$OUT/qlog/server-$(field id "$second_line").sqlog" 2>/dev/null; then
-		verdict="the server's line says engaged but its qlog has no jump"
 	fi
 	if [[ -z $verdict ]]; then
-		verdict="resumed: $(sed -n 's/.* cr=\(engaged ([^)]*)\).*/\1/p' <<<"$second_line")"
-	else
+		why=$(check_resumed "${lines[2]}" 1rtt)
+		[[ -z $why ]] || verdict="resumed 1-RTT: $why"
+	fi
+	if [[ -z $verdict ]]; then
+		why=$(check_resumed "${lines[3]}" 0rtt)
+		[[ -z $why ]] || verdict="resumed 0-RTT: $why"
+	fi
+	server="1-RTT $(verdict_of "${lines[2]}"); 0-RTT $(verdict_of "${lines[3]}")"
+	if [[ -n $verdict ]]; then
 		verdict="FAILED: $verdict"
 		failed=1
+	else
+		verdict="ok"
 	fi
-	speedup=$(awk -v a="$first_s" -v b="$second_s" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
-	SUMMARY+=("$(printf '%-8s %7ss %7ss %8s  %s' "$name" "$first_s" "$second_s" "$speedup" "$verdict")")
+	saved=$(awk -v a="${secs[2]}" -v b="${secs[3]}" 'BEGIN { if (a > 0 && b > 0) printf "%+.3fs", a - b; else print "-" }')
+	SUMMARY+=("$(printf '%-8s %7ss %7ss %7ss %8s  %s: %s' "$name" "${secs[1]:--}" "${secs[2]:--}" "${secs[3]:--}" "$saved" "$verdict" "$server")")
+	for k in 2 3; do
+		[[ -n ${lines[k]} ]] && DETAILS+=("$(printf '%-8s %s: cr=%s' "$name" "$([[ $k == 2 ]] && echo 1-RTT || echo 0-RTT)" \
+			"$(sed -n 's/.* cr=\(.*\) requests=.*/\1/p' <<<"${lines[k]}")")")
+	done
 done
 
 echo
-echo "Careful Resume interop: $SIZE B twice, $RATE, rtt $RTT (client-side seconds, handshake to last byte)"
-printf '%-8s %8s %8s %8s  %s\n' client first second speed-up "second connection, on the server"
+echo "Careful Resume interop: $SIZE B three times, $RATE, rtt $RTT (client-side seconds, connection start to last byte;"
+echo "first: no token; 1-RTT, 0-RTT: resumed, the request sent after the handshake, in 0-RTT; saved: 1-RTT minus 0-RTT)"
+printf '%-8s %8s %8s %8s %8s  %s\n' client first "1-RTT" "0-RTT" "saved" "resumed connections, on the server"
 printf '%s\n' "${SUMMARY[@]}"
+if ((${#DETAILS[@]} > 0)); then
+	printf '%s\n' "${DETAILS[@]}"
+fi
 exit "$failed"
