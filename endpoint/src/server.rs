@@ -472,22 +472,17 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         now: SystemTime,
     ) {
         if session.early_data == EarlyData::Unknown {
-            let early_data = EarlyData::from_tls_reason(conn.early_data_reason());
-            match (early_data, conn.client_random()) {
-                (EarlyData::Checking, Some(random)) => {
-                    session.first_flight = OnceCheck::ask(
-                        &self.guard,
-                        &OnceId::first_flight(random),
-                        FIRST_FLIGHT_RECORD,
-                        now,
-                    );
+            let mut early_data = EarlyData::from_tls_reason(conn.early_data_reason());
+            if early_data == EarlyData::Checking {
+                match conn.client_random() {
+                    Some(random) => {
+                        let flight = OnceId::first_flight(random);
+                        session.first_flight =
+                            OnceCheck::ask(&self.guard, &flight, FIRST_FLIGHT_RECORD, now);
+                    }
+                    // Nothing to record it by: as if the guard could not tell.
+                    None => early_data = EarlyData::GuardUnavailable,
                 }
-                (EarlyData::Checking, None) => {
-                    session.early_data = EarlyData::GuardUnavailable;
-                    self.metrics.on_early_data(session.early_data);
-                    return;
-                }
-                _ => {}
             }
             session.early_data = early_data;
             self.metrics.on_early_data(early_data);
@@ -754,9 +749,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         }
         self.start_claim(conn, session, now);
         self.poll_claim(conn, session);
-        if session.early_data != EarlyData::Disabled {
-            self.check_early_data(conn, session, now);
-        }
+        self.check_early_data(conn, session, now);
         self.count_phases(conn, session, now);
         self.share_jump(conn, session);
         // A connection that is closing sends no more data: it can no

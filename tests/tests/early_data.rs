@@ -173,16 +173,7 @@ fn converse(
 /// A first connection to `server`: the client's TLS session (with a
 /// ticket for early data) and its newest token.
 fn first_connection(server: &mut Server, config: &mut quiche::Config) -> (Vec<u8>, Vec<u8>) {
-    let mut client_config = client_config();
-    let scid = quiche::ConnectionId::from_ref(&[0x01; 16]);
-    let mut client = quiche::connect(
-        Some("quiche-cr.test"),
-        &scid,
-        client_addr(),
-        server_addr(),
-        &mut client_config,
-    )
-    .expect("client");
+    let mut client = client(0x01);
     let flight = drain(&mut client);
     let (mut session, to_client) = serve_flight(server, config, &flight);
     converse(&mut client, server, &mut session, to_client);
@@ -195,19 +186,28 @@ fn first_connection(server: &mut Server, config: &mut quiche::Config) -> (Vec<u8
     (ticket, token.expect("a token"))
 }
 
-/// The first flight of a client resuming `ticket` (and presenting `token`):
-/// its Initial and, in early data, its request.
-fn resumed_first_flight(ticket: &[u8], token: Option<&[u8]>) -> Vec<Vec<u8>> {
-    let mut client_config = client_config();
-    let scid = quiche::ConnectionId::from_ref(&[0x02; 16]);
-    let mut client = quiche::connect(
+/// A client whose connection IDs are made of `id`.
+fn client(id: u8) -> quiche::Connection {
+    let id = [id; 16];
+    let scid = quiche::ConnectionId::from_ref(&id);
+    quiche::connect(
         Some("quiche-cr.test"),
         &scid,
         client_addr(),
         server_addr(),
-        &mut client_config,
+        &mut client_config(),
     )
-    .expect("client");
+    .expect("client")
+}
+
+/// A client resuming `ticket` (and presenting `token`), and its first
+/// flight: its Initial and, in early data, its request.
+fn resuming_client(
+    id: u8,
+    ticket: &[u8],
+    token: Option<&[u8]>,
+) -> (quiche::Connection, Vec<Vec<u8>>) {
+    let mut client = client(id);
     client.set_session(ticket).expect("session");
     if let Some(token) = token {
         client.set_token(token).expect("token");
@@ -218,7 +218,12 @@ fn resumed_first_flight(ticket: &[u8], token: Option<&[u8]>) -> Vec<Vec<u8>> {
         .stream_send(0, REQUEST, true)
         .expect("request in early data");
     flight.extend(drain(&mut client));
-    flight
+    (client, flight)
+}
+
+/// The first flight of a client resuming `ticket` (and presenting `token`).
+fn resumed_first_flight(ticket: &[u8], token: Option<&[u8]>) -> Vec<Vec<u8>> {
+    resuming_client(0x02, ticket, token).1
 }
 
 /// Response bytes the server sent on stream 0, as seen by whoever holds
@@ -330,22 +335,7 @@ fn a_fleet_on_redis_acts_on_a_first_flight_once_and_refuses_early_data_without_r
     // the client's connection completes in 1-RTT all the same.
     redis.stop();
     let (ticket, _) = first_connection(&mut server_a, &mut config_a);
-    let mut client_config = client_config();
-    let scid = quiche::ConnectionId::from_ref(&[0x03; 16]);
-    let mut client = quiche::connect(
-        Some("quiche-cr.test"),
-        &scid,
-        client_addr(),
-        server_addr(),
-        &mut client_config,
-    )
-    .expect("client");
-    client.set_session(&ticket).expect("session");
-    let mut flight = drain(&mut client);
-    client
-        .stream_send(0, REQUEST, true)
-        .expect("request in early data");
-    flight.extend(drain(&mut client));
+    let (mut client, flight) = resuming_client(0x03, &ticket, None);
     let (mut unchecked, to_client) = serve_flight(&mut server_a, &mut config_a, &flight);
     assert_eq!(unchecked.early_data(), EarlyData::GuardUnavailable);
     assert_eq!(served_bytes(&unchecked), 0);
