@@ -58,9 +58,9 @@ clippy: setup quiche
 test-workspace: setup quiche
 	$(CARGO) test --workspace
 
-## sim-guards: the simulator's release-only guards (the whole suite against its baselines, wall time)
+## sim-guards: the simulator's release-only guards (the whole suite against its baselines, wall time; sampled sweeps of paths, sizes, loss and outages)
 sim-guards: setup quiche
-	$(CARGO) test --release -p cr-sim --test targets --test session
+	$(CARGO) test --release -p cr-sim --test targets --test session --test sweeps
 
 ## test: formatting, lints, all workspace tests, the fork check, upstream's suite, a short fuzz run
 ## release-loopback: the tests that run real connections over loopback (tokio-quiche, interop, cr-server's programs), against release builds: a path only a fast handshake takes (one loopback round trip well under a millisecond) shows in release and not in debug
@@ -94,6 +94,11 @@ results: setup quiche
 ## demo: Careful Resume on a simulated GEO satellite link: times, speed-ups, SVG plots (target/cr-demo/)
 demo: setup quiche
 	$(CARGO) run --release -p cr-sim -- demo
+
+## satellite: 100 MB over 600 ms at 250, 50 and 10 Mbit/s, 0 % and 1 % loss, first and resumed, CUBIC, Reno and BBR2, beside picoquic's published bounds (minutes; not part of make test)
+.PHONY: satellite
+satellite: setup quiche
+	$(CARGO) run --release -p cr-sim -- satellite
 
 ## interop-clients: unmodified quic-go and aioquic (from the registries) download 2 MiB three times through cr-relay (first, resumed with the request in 1-RTT, resumed with it in 0-RTT); fails unless both resumed connections engage Careful Resume and the server accepts the 0-RTT one's early data (not part of make test)
 .PHONY: interop-clients

@@ -116,8 +116,7 @@ impl SweepRow {
     }
 }
 
-/// The first connection over `path`: the scenario's second connection,
-/// which every session has, fetches a single kilobyte.
+/// The first connection over `path` ([`Scenario::first_only`]).
 fn scenario(path: SweepPath, cc: CongestionControl, slow_start: SlowStart) -> Scenario {
     Scenario {
         rate: path.rate,
@@ -125,10 +124,9 @@ fn scenario(path: SweepPath, cc: CongestionControl, slow_start: SlowStart) -> Sc
         size: path.size,
         cc,
         slow_start,
-        later_sizes: vec![1024],
-        resume: false,
         ..Scenario::default()
     }
+    .first_only()
 }
 
 /// Runs the sweep for `ccs`, each path with both slow starts, on the

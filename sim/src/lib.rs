@@ -150,6 +150,26 @@
 //! }
 //! ```
 //!
+//! # Sweeps: `cr-sim sweep --json` ([`sweep`])
+//!
+//! One line per point of the sweep (the summary table goes to standard
+//! error):
+//!
+//! ```text
+//! {
+//!   "scenario": {...},           // as `cr-sim run --json`'s
+//!   "bdp_bytes": u64,
+//!   "ideal_s": f64|null,         // ideal doubling slow start (no loss, no outage)
+//!   "first": connection|null,    // as in `connections` above
+//!   "resumed": connection|null,  // the second connection, presenting the token
+//!   "without_token": connection|null, // the same seed's second connection, no token
+//!   "errors": [str]
+//! }
+//! ```
+//!
+//! `resumed` and `without_token` are `null` unless the sweep was run with
+//! `--resumed`. `cr-sim satellite --json` prints the same lines.
+//!
 //! # Users behind one prefix: `cr-sim cgnat --json` ([`cgnat`])
 //!
 //! ```text
@@ -183,9 +203,11 @@ pub mod qlog_capture;
 pub mod report;
 pub mod results;
 pub mod rng;
+pub mod satellite;
 pub mod scenario;
 pub mod session;
 pub mod suite;
+pub mod sweep;
 pub mod table;
 pub mod units;
 pub mod world;

@@ -253,6 +253,11 @@ impl ConnectionReport {
             packing: stats.map(|s| PackingReport::of(&record.server_datagrams, s, size)),
         }
     }
+
+    /// Packets the server declared lost over packets it sent.
+    pub fn loss_ratio(&self) -> f64 {
+        self.packets_lost as f64 / self.packets_sent.max(1) as f64
+    }
 }
 
 /// The competing flow's throughput around the second connection.

@@ -131,6 +131,17 @@ impl Scenario {
         }
     }
 
+    /// The same path measuring the first connection alone: the second
+    /// connection, which every session has, fetches a single kilobyte and
+    /// presents no token.
+    pub fn first_only(&self) -> Scenario {
+        Scenario {
+            later_sizes: vec![1024],
+            resume: false,
+            ..self.clone()
+        }
+    }
+
     /// The same scenario sent as quiche does by default, with short packets
     /// wherever the congestion window has a little room.
     pub fn with_small_packets(&self) -> Scenario {

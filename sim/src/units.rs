@@ -1,6 +1,7 @@
-//! The simulator's own quantities: a queue limit (`64KiB`, `2xBDP`) and
-//! a loss window (`0..2s:30%`), parsed from the short forms the `cr-sim run`
-//! flags take. The units every program shares (rates, sizes, durations,
+//! The simulator's own quantities: an amount of data that may scale with
+//! the path (a queue limit or an object size: `64KiB`, `2xBDP`), a loss
+//! window (`0..2s:30%`) and an outage (`3s,5s`), parsed from the short
+//! forms the `cr-sim` flags take. The units every program shares (rates, sizes, durations,
 //! probabilities) are `cr_serve::units`', re-exported here.
 
 use std::str::FromStr;
@@ -10,30 +11,34 @@ use serde::Serialize;
 
 pub use cr_serve::units::{parse_duration, ByteSize, Probability, Rate};
 
-/// A drop-tail queue limit: fixed bytes or a multiple of the path's
+/// An amount of data: fixed bytes or a multiple of the path's
 /// bandwidth-delay product (`2xBDP`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum QueueLimit {
+pub enum Volume {
     /// This many bytes.
     Bytes(u64),
     /// This multiple of rate x RTT.
     Bdp(f64),
 }
 
-impl QueueLimit {
-    /// The limit in bytes on a path of `rate` and round trip `rtt`.
+/// A drop-tail queue limit.
+pub type QueueLimit = Volume;
+
+impl Volume {
+    /// The amount in bytes on a path of `rate` and round trip `rtt`.
     pub fn bytes(self, rate: Rate, rtt: Duration) -> u64 {
         match self {
-            QueueLimit::Bytes(b) => b,
-            QueueLimit::Bdp(multiple) => (rate.bytes_in(rtt) as f64 * multiple) as u64,
+            Volume::Bytes(b) => b,
+            Volume::Bdp(multiple) => (rate.bytes_in(rtt) as f64 * multiple) as u64,
         }
     }
 }
 
-impl FromStr for QueueLimit {
+impl FromStr for Volume {
     type Err = String;
 
-    fn from_str(text: &str) -> Result<QueueLimit, String> {
+    /// `64KiB`, `1MB`, `1500` (bytes) or `2xBDP`.
+    fn from_str(text: &str) -> Result<Volume, String> {
         let lower = text.trim().to_ascii_lowercase();
         if let Some(multiple) = lower.strip_suffix("xbdp") {
             let m: f64 = multiple
@@ -42,9 +47,9 @@ impl FromStr for QueueLimit {
             if !(m.is_finite() && m > 0.0) {
                 return Err(format!("`{text}`: the multiple must be more than 0"));
             }
-            return Ok(QueueLimit::Bdp(m));
+            return Ok(Volume::Bdp(m));
         }
-        text.parse::<ByteSize>().map(|b| QueueLimit::Bytes(b.0))
+        text.parse::<ByteSize>().map(|b| Volume::Bytes(b.0))
     }
 }
 
@@ -99,6 +104,47 @@ impl FromStr for LossWindow {
     }
 }
 
+/// A stretch of time, counted from the start of each connection of a
+/// session, during which the link drops every datagram in both directions:
+/// a loss window of 100 %.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outage {
+    /// When the link goes dark (after the connection started).
+    pub start: Duration,
+    /// How long it stays dark.
+    pub duration: Duration,
+}
+
+impl Outage {
+    /// The outage as the loss window the link applies.
+    pub fn window(self) -> LossWindow {
+        LossWindow {
+            from: self.start,
+            to: self.start + self.duration,
+            loss: Probability::new(1.0).unwrap_or_default(),
+        }
+    }
+}
+
+impl FromStr for Outage {
+    type Err = String;
+
+    /// `START,DURATION`, e.g. `3s,5s`.
+    fn from_str(text: &str) -> Result<Outage, String> {
+        let (start, duration) = text
+            .split_once(',')
+            .ok_or_else(|| format!("`{text}`: expected START,DURATION, e.g. 3s,5s"))?;
+        let duration = parse_duration(duration)?;
+        if duration.is_zero() {
+            return Err(format!("`{text}`: an outage lasts more than 0"));
+        }
+        Ok(Outage {
+            start: parse_duration(start)?,
+            duration,
+        })
+    }
+}
+
 /// Serialises a duration as seconds, rounded to the microsecond like every
 /// time in the reports.
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -136,5 +182,17 @@ mod tests {
         assert_eq!(w.from, Duration::from_secs(1));
         assert!("2s..1s:0.1".parse::<LossWindow>().is_err());
         assert!("0..2s".parse::<LossWindow>().is_err());
+    }
+
+    #[test]
+    fn outages_are_windows_of_total_loss() {
+        let outage: Outage = "3s,500ms".parse().unwrap();
+        let window = outage.window();
+        assert_eq!(
+            (window.from, window.to, window.loss.value()),
+            (Duration::from_secs(3), Duration::from_millis(3500), 1.0)
+        );
+        assert!("3s".parse::<Outage>().is_err());
+        assert!("3s,0".parse::<Outage>().is_err());
     }
 }

@@ -1,0 +1,82 @@
+//! The guards judged over sweeps ([`cr_sim::sweep::guards`]) rather than
+//! at single points: a sampled region of paths and sizes, ten seeds of
+//! random loss, outages of 2 to 10 s. Each test runs its guard's sweep on
+//! the available cores and fails with every run that breaks a check;
+//! `cr-sim sweep --guard NAME` prints the same sweep's table.
+//!
+//! Simulations are slow unoptimised, so these run in release builds only
+//! (`make sim-guards`).
+#![cfg(not(debug_assertions))]
+
+use cr_serve::CongestionControl;
+use cr_sim::sweep;
+
+/// Runs the guard called `name` with the controllers `ccs` (all of the
+/// guard's when empty) and fails with its violations.
+fn holds(name: &str, ccs: &[CongestionControl]) {
+    let mut guard = sweep::guard(name).unwrap_or_else(|| panic!("no guard {name}"));
+    if !ccs.is_empty() {
+        guard.sweep.grid.ccs = ccs.to_vec();
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runs = guard.sweep.run(threads);
+    assert!(!runs.is_empty(), "{name}: no runs");
+    let violations = guard.violations(&runs);
+    assert!(
+        violations.is_empty(),
+        "{name} ({}): {} violation(s):\n  {}\n{}",
+        guard.about,
+        violations.len(),
+        violations.join("\n  "),
+        sweep::render(&sweep::summarise(&runs))
+    );
+}
+
+/// First connections of CUBIC and Reno over 5-300 Mbit/s and 100-1000 ms,
+/// objects of 0.5, 2 and 8 x BDP, a 1 x BDP drop-tail queue: none loses
+/// more than 2 % of what it sends.
+#[test]
+#[ignore = "fails today: objects of 8 x BDP outlast slow start, whose SEARCH exit comes \
+            only as the window overflows the 1 x BDP queue: 4 of 48 runs lost more than \
+            2 %, up to 20.6 % (CUBIC, 8.88 Mbit/s 236 ms) and 10.6 % (Reno)"]
+fn first_connections_lose_at_most_2_percent_over_paths_and_sizes() {
+    holds("first-loss", &[]);
+}
+
+/// 10 MB at 20 Mbit/s and 600 ms with 0.1 % random loss, ten seeds, BBR2:
+/// the resumed connection finishes no later than the same seed's
+/// connection without a token. Measured: 0.66 x as long at the median,
+/// 0.93 x at worst.
+#[test]
+fn with_random_loss_resuming_bbr2_is_no_slower_than_without_a_token() {
+    holds("random-loss", &[CongestionControl::Bbr2]);
+}
+
+/// The same with CUBIC.
+#[test]
+#[ignore = "passes once CUBIC undoes a congestion event only when all its losses were \
+            spurious (0.58 x at the median, 0.93 x at worst); with the rollback quiche \
+            makes today, seed 3 resumed took 1.45 x as long"]
+fn with_random_loss_resuming_cubic_is_no_slower_than_without_a_token() {
+    holds("random-loss", &[CongestionControl::Cubic]);
+}
+
+/// The same with Reno.
+#[test]
+#[ignore = "fails today: at 600 ms a random loss leaves Reno growing one packet per round \
+            trip from wherever its window was when the loss struck, so a seed's two \
+            sessions, whose losses strike different packets, differ by whole multiples \
+            (its first connections of the ten seeds took 15 to 96 s): resumed took \
+            3.66 x and 3.06 x as long as without a token at seeds 3 and 6, 0.74 x at \
+            the median"]
+fn with_random_loss_resuming_reno_is_no_slower_than_without_a_token() {
+    holds("random-loss", &[CongestionControl::Reno]);
+}
+
+/// 10 MB at 20 Mbit/s and 600 ms, first and resumed, each controller, the
+/// link dark for 2, 5 or 10 s from 1.5 s (while the resumed connection
+/// validates its jump) or 3 s: every download completes.
+#[test]
+fn downloads_complete_through_outages() {
+    holds("outage", &[]);
+}
