@@ -271,6 +271,7 @@ impl Observer {
             || matches!(
                 transition.trigger,
                 Trigger::PacketLoss
+                    | Trigger::PersistentCongestion
                     | Trigger::EcnCe
                     | Trigger::PathChanged
                     | Trigger::RttNotValidated

@@ -52,7 +52,7 @@ pub enum Trigger {
     LastUnvalidatedPacketAcknowledged,
     /// The stack reported a change of path.
     PathChanged,
-    /// A packet was declared lost (also used for persistent congestion).
+    /// A packet was declared lost.
     PacketLoss,
     /// An ACK reported ECN Congestion Experienced.
     EcnCe,
@@ -62,6 +62,11 @@ pub enum Trigger {
     /// jump (taken by another connection, or no answer in time). A project
     /// extension: the qlog draft lists no trigger for it.
     SavedSetNotGranted,
+    /// Loss detection found persistent congestion (RFC 9002, 7.6): nothing
+    /// was delivered for three probe timeouts. A project extension: the
+    /// qlog draft counts it as `packet_loss`, which hides an outage behind
+    /// an ordinary loss.
+    PersistentCongestion,
 }
 
 impl Trigger {
@@ -80,6 +85,7 @@ impl Trigger {
             Trigger::EcnCe => "ECN_CE",
             Trigger::ExitRecovery => "exit_recovery",
             Trigger::SavedSetNotGranted => "saved_set_not_granted",
+            Trigger::PersistentCongestion => "persistent_congestion",
         }
     }
 }

@@ -339,7 +339,7 @@ impl CarefulResume {
         if self.phase != Phase::Reconnaissance {
             self.saved_set_consumed = true;
         }
-        Some(self.end(Trigger::PacketLoss, None, None, now))
+        Some(self.end(Trigger::PersistentCongestion, None, None, now))
     }
 
     /// Whether Careful Resume may still act. Once false, it stays false and

@@ -1071,12 +1071,22 @@ fn persistent_congestion_ends_careful_resume_from_any_phase() {
     let clock = Clock::new();
     let mut cr = CarefulResume::new(config(), saved(200));
     let t = cr.on_persistent_congestion(clock.at(10));
-    let t = assert_change(t, Phase::Reconnaissance, Phase::Normal, Trigger::PacketLoss);
+    let t = assert_change(
+        t,
+        Phase::Reconnaissance,
+        Phase::Normal,
+        Trigger::PersistentCongestion,
+    );
     assert!(!t.saved_set_consumed);
 
     let mut cr = jumped(200, &clock);
     let t = cr.on_persistent_congestion(clock.at(500));
-    let t = assert_change(t, Phase::Unvalidated, Phase::Normal, Trigger::PacketLoss);
+    let t = assert_change(
+        t,
+        Phase::Unvalidated,
+        Phase::Normal,
+        Trigger::PersistentCongestion,
+    );
     assert_eq!(t.cwnd, None);
     assert!(t.saved_set_consumed);
 }
@@ -1171,6 +1181,7 @@ fn phase_and_trigger_names_match_qlog() {
         (Trigger::EcnCe, "ECN_CE"),
         (Trigger::ExitRecovery, "exit_recovery"),
         (Trigger::SavedSetNotGranted, "saved_set_not_granted"),
+        (Trigger::PersistentCongestion, "persistent_congestion"),
     ];
     for (trigger, name) in triggers {
         assert_eq!(trigger.as_str(), name);

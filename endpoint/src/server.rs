@@ -680,6 +680,17 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                         trigger.as_str()
                     );
                 }
+                (Phase::Normal, Trigger::PersistentCongestion) if resume.saved_set_consumed() => {
+                    // A jump that met persistent congestion discredits the
+                    // set as a Safe Retreat does.
+                    if let Some(presented) = &session.presented {
+                        self.guard.revoke(&presented.set, now);
+                    }
+                    log::info!(
+                        "{}: Careful Resume ended by persistent congestion: the saved set is revoked",
+                        session.peer
+                    );
+                }
                 _ => {}
             }
         }

@@ -99,6 +99,9 @@ pub enum Trigger {
     /// The one-user-per-set guard did not grant the saved set before the
     /// jump. A quiche-cr extension: the draft lists no trigger for it.
     SavedSetNotGranted,
+    /// Loss detection found persistent congestion (RFC 9002, 7.6). A
+    /// quiche-cr extension: the draft counts it as `packet_loss`.
+    PersistentCongestion,
 }
 
 impl Trigger {
@@ -117,6 +120,7 @@ impl Trigger {
             Trigger::EcnCe => "ECN_CE",
             Trigger::ExitRecovery => "exit_recovery",
             Trigger::SavedSetNotGranted => "saved_set_not_granted",
+            Trigger::PersistentCongestion => "persistent_congestion",
         }
     }
 }

@@ -38,6 +38,7 @@ impl From<careful_resume::Trigger> for Trigger {
             T::EcnCe => Trigger::EcnCe,
             T::ExitRecovery => Trigger::ExitRecovery,
             T::SavedSetNotGranted => Trigger::SavedSetNotGranted,
+            T::PersistentCongestion => Trigger::PersistentCongestion,
         }
     }
 }

@@ -54,9 +54,6 @@ fn with_random_loss_resuming_bbr2_is_no_slower_than_without_a_token() {
 
 /// The same with CUBIC.
 #[test]
-#[ignore = "passes once CUBIC undoes a congestion event only when all its losses were \
-            spurious (0.58 x at the median, 0.93 x at worst); with the rollback quiche \
-            makes today, seed 3 resumed took 1.45 x as long"]
 fn with_random_loss_resuming_cubic_is_no_slower_than_without_a_token() {
     holds("random-loss", &[CongestionControl::Cubic]);
 }

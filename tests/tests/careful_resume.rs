@@ -434,7 +434,7 @@ fn a_migration_during_the_jump_is_a_path_change() {
 
 #[test]
 fn persistent_congestion_during_the_jump_ends_careful_resume() {
-    use quiche::test_utils::emit_flight;
+    use quiche::test_utils::{emit_flight, process_flight};
 
     let rtt = PIPE_RTT;
     let (mut pipe, qlog, mut now) = resuming_pipe();
@@ -447,14 +447,31 @@ fn persistent_congestion_during_the_jump_ends_careful_resume() {
     pipe.client.stream_send(0, b"GET", true).expect("request");
     lose_the_jump(&mut pipe, &mut now, &body, &mut written);
 
-    // The path goes dark: the jump and every probe after it are lost, and
-    // the probe timer fires twice with no ACK in between.
-    for _ in 0..2 {
+    // The path goes dark: the jump and the probes of three probe timeouts
+    // are lost. A probe timeout alone declares nothing lost.
+    for _ in 0..3 {
         now = pipe.server.timeout_instant().expect("a probe timer");
         quiche::clock::set(now);
         pipe.server.on_timeout();
         emit_flight(&mut pipe.server).expect("probes, which are lost");
     }
+    let resume = pipe.server.careful_resume().expect("resuming");
+    assert_eq!(resume.phase(), Phase::Validating, "no loss declared yet");
+
+    // The path comes back: the next probes arrive and the client's ACK
+    // shows everything since the jump lost, over more than three probe
+    // timeouts: persistent congestion (RFC 9002, 7.6).
+    now = pipe.server.timeout_instant().expect("a probe timer");
+    quiche::clock::set(now);
+    pipe.server.on_timeout();
+    let probes = emit_flight(&mut pipe.server).expect("probes");
+    now += rtt / 2;
+    quiche::clock::set(now);
+    process_flight(&mut pipe.client, probes).expect("client receives");
+    let ack = emit_flight(&mut pipe.client).expect("an ACK");
+    now += rtt / 2;
+    quiche::clock::set(now);
+    process_flight(&mut pipe.server, ack).expect("server receives");
     quiche::clock::unset();
 
     let resume = pipe.server.careful_resume().expect("resuming");
@@ -470,5 +487,15 @@ fn persistent_congestion_during_the_jump_ends_careful_resume() {
         .expect("changes")
         .update;
     assert_eq!(last.old, Some(qlog_cr::Phase::Validating));
-    assert_eq!(last.trigger, Some(qlog_cr::Trigger::PacketLoss));
+    assert_eq!(last.trigger, Some(qlog_cr::Trigger::PersistentCongestion));
+
+    // The window collapsed to RFC 9002's minimum of two packets; the ACK
+    // that revealed it may add what it acknowledged in slow start.
+    let path = pipe.server.path_stats().next().expect("a path");
+    assert!(
+        path.cwnd >= 2 * path.pmtu && path.cwnd <= 4 * path.pmtu,
+        "cwnd {} after persistent congestion (pmtu {})",
+        path.cwnd,
+        path.pmtu
+    );
 }

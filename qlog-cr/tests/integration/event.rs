@@ -92,6 +92,7 @@ fn every_trigger_and_phase_has_its_qlog_string() {
         (Trigger::EcnCe, "ECN_CE"),
         (Trigger::ExitRecovery, "exit_recovery"),
         (Trigger::SavedSetNotGranted, "saved_set_not_granted"),
+        (Trigger::PersistentCongestion, "persistent_congestion"),
     ];
     for (trigger, name) in triggers {
         assert_eq!(serde_json::to_value(trigger).unwrap(), json!(name));
