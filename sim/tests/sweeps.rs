@@ -34,11 +34,11 @@ fn holds(name: &str, ccs: &[CongestionControl]) {
 
 /// First connections of CUBIC and Reno over 5-300 Mbit/s and 100-1000 ms,
 /// objects of 0.5, 2 and 8 x BDP, a 1 x BDP drop-tail queue: none loses
-/// more than 2 % of what it sends.
+/// more than 2 % of what it sends. Measured: at most 1.80 % (CUBIC, 8.88
+/// Mbit/s, 236 ms, 8 x BDP), Reno nothing; within 1.03 x of ideal doubling
+/// slow start. (With SEARCH ending slow start only on a single reading of
+/// 35 %, 4 of the 48 runs lost 10-20.6 %.)
 #[test]
-#[ignore = "fails today: objects of 8 x BDP outlast slow start, whose SEARCH exit comes \
-            only as the window overflows the 1 x BDP queue: 4 of 48 runs lost more than \
-            2 %, up to 20.6 % (CUBIC, 8.88 Mbit/s 236 ms) and 10.6 % (Reno)"]
 fn first_connections_lose_at_most_2_percent_over_paths_and_sizes() {
     holds("first-loss", &[]);
 }
