@@ -182,8 +182,9 @@ impl Search {
         self.bins = Some(bins);
         let verdict = self.compare(bins, rtt);
         let shortfall = match verdict {
-            SearchVerdict::KeepingUp { shortfall_percent } => shortfall_percent,
-            _ => 0,
+            SearchVerdict::KeepingUp { shortfall_percent }
+            | SearchVerdict::Exit { shortfall_percent } => shortfall_percent,
+            SearchVerdict::Waiting => 0,
         };
         let sustained = self.last_shortfall.min(shortfall) >= SUSTAINED_THRESHOLD_PERCENT;
         self.last_shortfall = shortfall;
