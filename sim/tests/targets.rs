@@ -513,8 +513,8 @@ fn stream_data_goes_in_full_packets() {
 #[test]
 fn full_packets_cost_no_time() {
     for result in suite_results() {
-        if result.name == "competing-flow" {
-            // Judged over 15 runs (below).
+        if result.name == "competing-flow" || result.name == "loss-5pct" {
+            // Judged over 15 runs and over twenty seeds (below).
             continue;
         }
         let now = &ran(result, &result.resumed).connections;
@@ -577,13 +577,13 @@ fn long_cubic_downloads_lose_no_more_over_rtts() {
 /// time, a newcomer taking 5-13 s where its baseline took 15-50 s, and
 /// 0.88 x the packets.)
 ///
-/// Against quiche's default packing the newcomer is now 1.088 x slower in
-/// the median (guarded at 1.10 x): a long CUBIC flow that no longer undoes
+/// Against quiche's default packing the newcomer takes 1.000 x the time in
+/// the median (at most 1.01 x): a long CUBIC flow that no longer undoes
 /// the congestion events its own queue causes holds its share of the link,
-/// the newcomer's window stays a few packets, and holding a short frame
-/// back for the next ACK costs it more than the short packets would. (When
-/// the long flow overflowed the queue round after round, the newcomer took
-/// 0.488 x the time with full packets.)
+/// the newcomer's window stays a few packets, and quiche now offers PRR's
+/// credit in whole datagrams as cr-server's packing does. (With PRR's
+/// short packets, 1.088 x; when the long flow overflowed the queue round
+/// after round, 0.488 x.)
 #[test]
 fn competing_flow_medians_over_rtts_and_gaps_hold() {
     let runs: Vec<Scenario> = (560..=640)
@@ -617,13 +617,18 @@ fn competing_flow_medians_over_rtts_and_gaps_hold() {
     assert!(time <= 1.02, "median time {time:.3} x the baseline");
     assert!(lost <= 1.1, "median lost {lost:.3} x the baseline");
     assert!(
-        packing <= 1.10,
+        packing <= 1.01,
         "median {packing:.3} x the time with quiche's packing"
     );
 }
 
 /// 5 % random loss: over twenty seeds, the median loss and completion time
-/// of the resumed connection are within 1.1 x and 1.02 x of the baseline's.
+/// of the resumed connection are within 1.1 x and 1.02 x of the baseline's,
+/// and the median of its time against the same seed with quiche's packing
+/// is at most 1.02 x (a single seed's two runs differ in which packets the
+/// link's draws hit, the handshake's included). Measured: 0.991 x; before
+/// quiche offered PRR's credit in whole datagrams, quiche's packing took
+/// twice as long (0.477 x), its recoveries sending a short packet an ACK.
 /// One seed says little: the same 1 MiB download takes 30 to 84 s across
 /// seeds, and a resumed connection (which jumps when the loss spares its
 /// first round trip) is up to 2 x faster or 1.4 x slower than its baseline
@@ -631,6 +636,7 @@ fn competing_flow_medians_over_rtts_and_gaps_hold() {
 #[test]
 fn with_random_loss_the_medians_over_twenty_seeds_hold() {
     let (mut lost, mut time) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    let mut packing = Vec::new();
     for seed in 1..=20 {
         let scenario = Scenario {
             seed,
@@ -641,7 +647,11 @@ fn with_random_loss_the_medians_over_twenty_seeds_hold() {
             lost[i].push(r.last().packets_lost as f64);
             time[i].push(completion(r.last()));
         }
+        let short_packets = report(&scenario.with_small_packets());
+        packing.push(time[0][time[0].len() - 1] / completion(short_packets.last()));
     }
+    let packing = median(packing);
+    eprintln!("median time against quiche's packing over 20 seeds: {packing:.3} x");
     let [lost_r, lost_b] = lost.map(median);
     let [time_r, time_b] = time.map(median);
     eprintln!("medians over 20 seeds: lost {lost_r} vs {lost_b}, {time_r} s vs {time_b} s");
@@ -650,6 +660,7 @@ fn with_random_loss_the_medians_over_twenty_seeds_hold() {
         time_r <= 1.02 * time_b,
         "median time {time_r} s vs {time_b} s"
     );
+    assert!(packing <= 1.02, "median {packing:.3} x quiche's packing");
 }
 
 /// The suite's sequences present what the client holds: the 10 KiB
