@@ -153,3 +153,54 @@ fn a_sustained_shortfall_ends_slow_start_at_any_capacity_alike() {
         );
     }
 }
+
+/// An ACK-clocked slow start: the initial window leaves at once, then each
+/// acknowledged byte releases two. Returns when SEARCH said to exit; with
+/// `noted`, the first data is noted as it leaves (a response to early data,
+/// sent before the first RTT sample).
+fn ack_clocked(capacity: f64, noted: bool) -> Option<Duration> {
+    let start = Instant::now();
+    let mut search = Search::new();
+    let mut path = Path::new(capacity);
+    let mut to_send = 12_000.0;
+    if noted {
+        search.on_data_sent(start);
+    }
+    let mut t = Duration::ZERO;
+    while t < Duration::from_secs(5) {
+        search.on_packet_sent(to_send as usize);
+        let acked = path.step(to_send);
+        to_send = 2.0 * acked;
+        t += STEP;
+        if acked >= 1.0 {
+            if let SearchVerdict::Exit { .. } = search.on_ack(acked as usize, RTT, start + t) {
+                return Some(t);
+            }
+        }
+    }
+    None
+}
+
+/// Data that left before the first RTT sample (early data's response): the
+/// record starts when it left. Where slow start is shorter than the record
+/// needs before its first comparison (paths of 2 to 4 initial windows),
+/// slow start then ends a round trip sooner than when the record waits for
+/// the first ACK, which comes when the initial window has already made its
+/// round trip (measured 0.8-1.2 RTTs); on longer slow starts, no later.
+#[test]
+fn data_sent_before_the_first_ack_starts_the_record() {
+    for mbit in [2.0, 3.0, 4.0, 6.0, 8.0, 50.0] {
+        let capacity = mbit * 1e6 / 8.0;
+        let late = ack_clocked(capacity, false).expect("an exit");
+        let noted = ack_clocked(capacity, true).expect("an exit");
+        let sooner = if mbit <= 4.0 {
+            RTT.mul_f64(0.8)
+        } else {
+            Duration::ZERO
+        };
+        assert!(
+            noted + sooner <= late,
+            "{mbit} Mbit/s: {noted:?} noted, {late:?} from the first ACK"
+        );
+    }
+}

@@ -264,9 +264,9 @@ fn a_resumed_connection_does_not_jump_into_a_long_downloads_queue() {
 /// +0.0 % (where CR does not jump); losses are 0 where the baseline loses
 /// hundreds, since a validated jump continues with ssthresh at the saved
 /// capacity. Known misses, guarded at their measured figures (see the
-/// README): `retreat-1mbit`, built to overshoot, loses 7.6 x (341 against
-/// 45: the 496 kB jump meets a path of 100 kB plus 100 kB of queue, where
-/// the baseline's slow start, ended by a sustained shortfall, now loses 45
+/// README): `retreat-1mbit`, built to overshoot, loses 8.5 x (341 against
+/// 40: the 496 kB jump meets a path of 100 kB plus 100 kB of queue, where
+/// the baseline's slow start, ended by a sustained shortfall, now loses 40
 /// instead of 77; with HyStart++ alone the baseline lost 85).
 /// `capacity-drop` (10 then 3 Mbit/s) loses 1.13 x (829 against 734) and
 /// finishes in 0.90 x the time: slow start ends at the capacity the jump's
@@ -306,7 +306,7 @@ fn resuming_is_never_slower_nor_lossier_than_the_baseline() {
         let lost = |run| ran(result, run).last().packets_lost;
         let (resumed, baseline) = (lost(&result.resumed), lost(&result.baseline));
         let limit = match result.name.as_str() {
-            "retreat-1mbit" => 8.0,
+            "retreat-1mbit" => 9.0,
             "capacity-drop" => 1.15,
             // Judged over RTTs of 40-60 ms (below).
             "rtt-10MiB-50ms" => f64::INFINITY,
@@ -349,15 +349,14 @@ fn resuming_is_never_slower_nor_lossier_than_the_baseline() {
 /// its first ~100 ms in 0.5-RTT and the jump waits for the last of those
 /// packets' ACKs.
 ///
-/// Losses: no more than in 1-RTT. Known misses, guarded at their measured
-/// figures: the 10 MB downloads at 20 ms, which save nothing to jump with,
-/// lose more where SEARCH ends slow start: `bulk-10MB-20ms-reno` 51
-/// against 8, `-cubic` 111 against 5 (with HyStart++ alone both lose
-/// 248: SEARCH's bins start at the first ACK, when 0.5-RTT data has
-/// already been in flight a round trip, and it ends slow start a doubling
-/// later), `-bbr2` 34 against 18;
-/// `rtt-10MiB-25ms` (no jump) 69 against 25 and `rtt-1MiB-25ms` 57
-/// against 13, the same SEARCH lag on a path whose slow start is short;
+/// Losses: no more than in 1-RTT. SEARCH's record starts when the
+/// response to early data leaves, not at the first ACK a round trip later
+/// (it ended slow start a doubling late: `bulk-10MB-20ms-cubic` lost 111
+/// against 5, `-reno` 51 against 8; now 5 and 8 both ways). Known misses,
+/// guarded at their measured figures: `bulk-10MB-20ms-bbr2` 34 against
+/// 18; `rtt-10MiB-25ms` (no jump) 34 against 25 and `rtt-1MiB-25ms` 23
+/// against 13, where slow start is a few round trips long and 0.5-RTT data
+/// shifts where it ends;
 /// `bbr2-capacity-drop` 109
 /// against 67 (in congestion avoidance on the 3 Mbit/s path, after the
 /// jump was validated); `bbr2-competing-flow` 57 against 28 (in a queue the
@@ -418,12 +417,9 @@ fn in_0rtt_the_request_comes_a_round_trip_sooner_at_no_cost_in_losses() {
         );
 
         let limit = match name {
-            "bulk-10MB-20ms-reno" => 7.0,
-            "bulk-10MB-20ms-cubic" => 25.0,
             "bulk-10MB-20ms-bbr2" => 2.1,
-            // SEARCH one doubling behind in 0-RTT (above).
-            "rtt-10MiB-25ms" => 3.0,
-            "rtt-1MiB-25ms" => 4.5,
+            "rtt-10MiB-25ms" => 1.4,
+            "rtt-1MiB-25ms" => 1.8,
             "bbr2-capacity-drop" => 1.8,
             "bbr2-competing-flow" => 2.2,
             "cubic-loss-burst" => 1.4,
