@@ -58,7 +58,8 @@
 //!     "competing_flow": bool, "close_when_done": bool,
 //!     "small_packets": bool,     // quiche's default packet sizes, not quiche-cr's
 //!     "slow_start": "hystart"|"search",
-//!     "early_data": bool         // later requests sent as early data (0-RTT)
+//!     "early_data": bool,        // later requests sent as early data (0-RTT)
+//!     "codel": bool              // CoDel at the bottleneck queue's head
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path
 //!   "connections": [             // [first, second, ...]

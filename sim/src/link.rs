@@ -11,6 +11,16 @@
 //! capacity but never arrives. Jitter adds a uniform random extra delay but
 //! never reorders: a datagram never arrives before the one sent ahead of it.
 //!
+//! With CoDel (RFC 8289, target 5 ms, interval 100 ms) the queue also drops
+//! at its head: a datagram whose sojourn, the time it waited before its
+//! serialisation started, stayed above the target for an interval is
+//! dropped when it reaches the head, and then more often, at the interval
+//! over the square root of the drops so far, until a sojourn falls below
+//! the target. The link decides each datagram's fate as it is offered, and
+//! the queue is FIFO, so CoDel runs at each datagram's dequeue time in
+//! order; the RFC's exemption of a queue holding less than one datagram is
+//! left out, as the backlog at dequeue is not known at offer time.
+//!
 //! The link only computes fates; the caller carries the bytes.
 
 use std::collections::VecDeque;
@@ -39,6 +49,8 @@ pub struct LinkSettings {
     pub loss: f64,
     /// Windows, relative to the current epoch, with their own loss.
     pub loss_windows: Vec<LossWindow>,
+    /// CoDel drops at the queue's head (the drop-tail limit still holds).
+    pub codel: bool,
 }
 
 /// What happens to an offered datagram.
@@ -48,6 +60,8 @@ pub enum Fate {
     Arrives(SimTime),
     /// The queue was full: dropped on entry.
     QueueFull,
+    /// CoDel dropped it at the queue's head.
+    AqmDrop,
     /// Lost on the link after serialisation.
     Lost,
 }
@@ -57,7 +71,7 @@ pub enum Fate {
 pub struct LinkCounters {
     /// Datagrams offered.
     pub offered: u64,
-    /// Datagrams dropped because the queue was full.
+    /// Datagrams dropped because the queue was full, or by CoDel.
     pub queue_drops: u64,
     /// Datagrams lost at random or in a loss window.
     pub random_losses: u64,
@@ -80,6 +94,80 @@ pub struct Link {
     epoch: SimTime,
     rng: Rng,
     counters: LinkCounters,
+    codel: Codel,
+}
+
+/// CoDel's target sojourn time (RFC 8289).
+const CODEL_TARGET: Duration = Duration::from_millis(5);
+
+/// CoDel's interval: how long the sojourn must stay above the target.
+const CODEL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// CoDel's state (RFC 8289, section 5).
+#[derive(Clone, Debug, Default)]
+struct Codel {
+    /// When the sojourn, above the target since then, may first drop.
+    first_above: Option<SimTime>,
+    /// Whether the queue is in its dropping state.
+    dropping: bool,
+    /// When the next drop is due in the dropping state.
+    drop_next: SimTime,
+    /// Drops in this dropping state.
+    count: u32,
+    /// `count` when the last dropping state began.
+    last_count: u32,
+}
+
+impl Codel {
+    /// Whether the datagram leaving the head at `now` after waiting
+    /// `sojourn` is dropped.
+    fn on_dequeue(&mut self, sojourn: Duration, now: SimTime) -> bool {
+        let ok_to_drop = if sojourn < CODEL_TARGET {
+            self.first_above = None;
+            false
+        } else {
+            match self.first_above {
+                None => {
+                    self.first_above = Some(now + CODEL_INTERVAL);
+                    false
+                }
+                Some(at) => now >= at,
+            }
+        };
+
+        if self.dropping {
+            if !ok_to_drop {
+                self.dropping = false;
+                return false;
+            }
+            if now >= self.drop_next {
+                self.count += 1;
+                self.drop_next = control_law(self.drop_next, self.count);
+                return true;
+            }
+            return false;
+        }
+
+        if !ok_to_drop {
+            return false;
+        }
+        self.dropping = true;
+        // Resume near the last drop rate if the queue was dropping recently.
+        let delta = self.count.saturating_sub(self.last_count);
+        self.count = if delta > 1 && now.saturating_sub(self.drop_next) < CODEL_INTERVAL * 16 {
+            delta
+        } else {
+            1
+        };
+        self.drop_next = control_law(now, self.count);
+        self.last_count = self.count;
+        true
+    }
+}
+
+/// The next drop time: `interval / sqrt(count)` after `t`.
+fn control_law(t: SimTime, count: u32) -> SimTime {
+    t + CODEL_INTERVAL.div_f64(f64::from(count.max(1)).sqrt())
 }
 
 impl Link {
@@ -95,6 +183,7 @@ impl Link {
             epoch: Duration::ZERO,
             rng,
             counters: LinkCounters::default(),
+            codel: Codel::default(),
         }
     }
 
@@ -147,6 +236,10 @@ impl Link {
             return Fate::QueueFull;
         }
         let start = now.max(self.busy_until);
+        if self.settings.codel && self.codel.on_dequeue(start - now, start) {
+            self.counters.queue_drops += 1;
+            return Fate::AqmDrop;
+        }
         let end = start + self.rate_at(start).serialisation(bytes);
         self.busy_until = end;
         self.queue.push_back((end, bytes));
@@ -213,6 +306,7 @@ mod tests {
             queue_bytes,
             loss: 0.0,
             loss_windows: Vec::new(),
+            codel: false,
         }
     }
 
@@ -314,6 +408,61 @@ mod tests {
             let base = ms(i) + us(100) + ms(300);
             assert!(at >= previous && at <= base + ms(20), "{at:?} vs {base:?}");
             previous = at;
+        }
+    }
+
+    #[test]
+    fn codel_drops_once_the_sojourn_stays_above_its_target_for_an_interval() {
+        let mut l = Link::new(
+            Rate::mbit(10),
+            LinkSettings {
+                codel: true,
+                ..settings(10_000_000)
+            },
+            Rng::new(1, 0),
+        );
+        // Two datagrams a millisecond at 10 Mbit/s: the queue grows by a
+        // millisecond every millisecond, the sojourn by the same.
+        let mut drops = Vec::new();
+        for i in 0..400u64 {
+            let t = us(500 * i);
+            if l.offer(t, 1250) == Fate::AqmDrop {
+                drops.push(t);
+            }
+        }
+        // Datagram i leaves the head at i ms after waiting i/2 ms: the
+        // sojourn reaches the target with datagram 10, at 10 ms, and the
+        // first drop is the datagram at the head an interval later, the
+        // 110th, offered at 55 ms.
+        assert_eq!(drops.first(), Some(&us(55_000)));
+        // Then drops come faster, an interval over the root of the count.
+        assert!(drops.len() > 3);
+        // A drop-tail link of the same size drops nothing.
+        let mut tail = link(10_000_000);
+        assert!((0..400u64).all(|i| tail.offer(us(500 * i), 1250) != Fate::AqmDrop));
+    }
+
+    #[test]
+    fn codel_leaves_a_queue_that_drains_below_its_target_alone() {
+        let mut l = Link::new(
+            Rate::mbit(10),
+            LinkSettings {
+                codel: true,
+                ..settings(10_000_000)
+            },
+            Rng::new(1, 0),
+        );
+        // A burst of 50 ms every 200 ms: sojourns above 5 ms for less than
+        // the interval each time.
+        for burst in 0..10u64 {
+            for i in 0..50u64 {
+                let t = ms(200 * burst) + us(500 * i);
+                assert_ne!(
+                    l.offer(t, 1250),
+                    Fate::AqmDrop,
+                    "burst {burst}, datagram {i}"
+                );
+            }
         }
     }
 }

@@ -184,6 +184,10 @@ struct RunArgs {
     /// Only the session in 1-RTT: no early data.
     #[arg(long)]
     no_early_data: bool,
+    /// CoDel at the bottleneck (RFC 8289: target 5 ms, interval 100 ms),
+    /// dropping at the queue's head; --queue stays the hard limit.
+    #[arg(long)]
+    codel: bool,
     /// How Reno and CUBIC end their first slow start: SEARCH beside
     /// HyStart++ (cr-server's default) or HyStart++ alone (quiche's).
     #[arg(long, value_enum, default_value_t)]
@@ -465,6 +469,7 @@ impl RunArgs {
             slow_start: self.slow_start,
             early_data: self.early_data,
             competing: self.competing.then(Competing::default),
+            codel: self.codel,
             ..Scenario::default()
         }
     }

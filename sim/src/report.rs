@@ -72,6 +72,8 @@ pub struct ScenarioView {
     /// Whether the client sent each later connection's request as early
     /// data (0-RTT), resuming its TLS session.
     pub early_data: bool,
+    /// Whether CoDel dropped at the bottleneck queue's head.
+    pub codel: bool,
 }
 
 impl ScenarioView {
@@ -98,6 +100,7 @@ impl ScenarioView {
             small_packets: scenario.small_packets,
             slow_start: scenario.slow_start.name(),
             early_data: scenario.early_data,
+            codel: scenario.codel,
         }
     }
 }

@@ -82,6 +82,9 @@ pub struct Scenario {
     /// connection's request as early data (0-RTT), as browsers do, and the
     /// server accepts it.
     pub early_data: bool,
+    /// CoDel (RFC 8289: target 5 ms, interval 100 ms) drops at the
+    /// bottleneck queue's head; its size stays the hard limit.
+    pub codel: bool,
 }
 
 impl Default for Scenario {
@@ -109,6 +112,7 @@ impl Default for Scenario {
             small_packets: false,
             slow_start: SlowStart::Search,
             early_data: false,
+            codel: false,
         }
     }
 }

@@ -58,6 +58,7 @@ fn link_settings(scenario: &Scenario, rate: Rate, rtt: Duration) -> LinkSettings
         queue_bytes: scenario.queue_bytes(rate, rtt),
         loss: scenario.loss.value(),
         loss_windows: scenario.loss_windows.clone(),
+        codel: scenario.codel,
     }
 }
 
