@@ -106,6 +106,8 @@ pub struct Crowd {
     /// the same time ([`cr_endpoint::JumpBudget`], `cr-server`'s default);
     /// false: every client jumps in full, as before the safeguard.
     pub jump_budget: bool,
+    /// CoDel at the bottleneck (see [`Scenario::codel`]).
+    pub codel: bool,
 }
 
 impl Default for Crowd {
@@ -127,6 +129,7 @@ impl Default for Crowd {
             resumers: None,
             requested_capacity: None,
             jump_budget: true,
+            codel: false,
         }
     }
 }
@@ -144,6 +147,7 @@ impl Crowd {
             seed: self.seed,
             app: self.app,
             resume,
+            codel: self.codel,
             ..Scenario::default()
         }
     }
@@ -520,6 +524,8 @@ pub struct CrowdView {
     pub requested_capacity_bytes: Option<u64>,
     /// Whether the server shared out concurrent jumps (the safeguard).
     pub jump_budget: bool,
+    /// Whether CoDel dropped at the bottleneck queue's head.
+    pub codel: bool,
 }
 
 /// The clients' lone downloads, before the crowd (the resume arm's; the
@@ -581,6 +587,7 @@ impl CrowdReport {
                 resumers: crowd.resumers,
                 requested_capacity_bytes: crowd.requested_capacity,
                 jump_budget: crowd.jump_budget,
+                codel: crowd.codel,
             },
             limit_s: round_s(limit.as_secs_f64()),
             crowd_limit_s: round_s(Scenario::limit(total, crowd.rate, crowd.rtt).as_secs_f64()),

@@ -128,7 +128,8 @@
 //!   "crowd": {"clients": u64, "rate_bps": u64, "rtt_s": f64, "size_bytes": u64,
 //!             "cc": str, "slow_start": str, "app": str, "queue_bytes": u64, "spread_s": f64,
 //!             "competing": bool, "warm_up_s": f64, "seed": u64,
-//!             "resumers": u64|null, "requested_capacity_bytes": u64|null},
+//!             "resumers": u64|null, "requested_capacity_bytes": u64|null,
+//!             "jump_budget": bool, "codel": bool},
 //!   "limit_s": f64,              // 2*RTT + size/rate: one client alone
 //!   "crowd_limit_s": f64,        // 2*RTT + clients*size/rate
 //!   "alone": {"median_completion_s": f64|null, "median_saved_bytes": u64|null},

@@ -366,6 +366,10 @@ struct CrowdArgs {
     /// clients resume at once (no jump budget).
     #[arg(long)]
     no_jump_budget: bool,
+    /// CoDel at the bottleneck (RFC 8289: target 5 ms, interval 100 ms),
+    /// dropping at the queue's head; --queue stays the hard limit.
+    #[arg(long)]
+    codel: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -443,6 +447,7 @@ impl CrowdArgs {
             resumers: self.resumers,
             requested_capacity: self.requested_capacity.map(|b| b.0),
             jump_budget: !self.no_jump_budget,
+            codel: self.codel,
         }
     }
 }
