@@ -14,7 +14,7 @@
 //!              [--size S] [--cc ...] [--queue ...] [--seed N] [--json]
 //! cr-sim sweep [--rates R,..] [--rtts T,..] [--sizes S,..] [--size-bdp M,..]
 //!              [--loss P,..] [--seeds N,..] [--cc cubic,reno,bbr2] [--queue SIZE|xBDP]
-//!              [--jitter T] [--outage START,DURATION].. [--resumed]
+//!              [--jitter T] [--codel] [--outage START,DURATION].. [--resumed]
 //!              [--sample N [--seed S]] [--json]
 //! cr-sim sweep --guard first-loss|random-loss|outage [--json]
 //! cr-sim satellite [--json]
@@ -245,6 +245,10 @@ struct SweepArgs {
     /// Largest random extra one-way delay, e.g. 3ms.
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     jitter: Duration,
+    /// CoDel at the bottleneck (RFC 8289: target 5 ms, interval 100 ms),
+    /// dropping at the queue's head; --queue stays the hard limit.
+    #[arg(long)]
+    codel: bool,
     /// The link drops everything for DURATION from START after each
     /// connection's start, e.g. 3s,5s; each one given is a value of the
     /// sweep.
@@ -266,7 +270,7 @@ struct SweepArgs {
     /// outage.
     #[arg(long, conflicts_with_all = [
         "rates", "rtts", "sizes", "size_bdp", "loss", "seeds", "cc", "queue",
-        "jitter", "outage", "resumed", "sample",
+        "jitter", "codel", "outage", "resumed", "sample",
     ])]
     guard: Option<String>,
     /// Print one JSON line per point (schema in the crate documentation);
@@ -303,6 +307,7 @@ impl SweepArgs {
                 ccs: self.cc.clone(),
                 queue: self.queue,
                 jitter: self.jitter,
+                codel: self.codel,
                 resumed: self.resumed,
             },
             sample: self.sample.map(|points| Sample {

@@ -69,6 +69,8 @@ pub struct Grid {
     pub queue: QueueLimit,
     /// Largest random extra one-way delay, on every path.
     pub jitter: Duration,
+    /// CoDel at the bottleneck, on every path (see [`Scenario::codel`]).
+    pub codel: bool,
     /// Whether each point runs a first connection and a second one
     /// presenting its token, beside the same seed's session whose second
     /// connection presents none; otherwise the first connection alone.
@@ -90,6 +92,7 @@ impl Default for Grid {
             ccs: vec![base.cc],
             queue: base.queue,
             jitter: base.jitter,
+            codel: base.codel,
             resumed: false,
         }
     }
@@ -203,6 +206,7 @@ impl Grid {
             queue: self.queue,
             seed: point.seed,
             jitter: self.jitter,
+            codel: self.codel,
             resume,
             ..Scenario::default()
         };
