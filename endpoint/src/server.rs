@@ -641,6 +641,14 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         }
     }
 
+    /// RFC 9959: a set whose jump retreated must not be used again, by any
+    /// connection, whichever token carries it.
+    fn revoke_presented(&self, session: &ResumeSession, now: SystemTime) {
+        if let Some(presented) = &session.presented {
+            self.guard.revoke(&presented.set, now);
+        }
+    }
+
     /// Counts the phase changes the connection made since the last look,
     /// and logs the ones an operator wants to see.
     fn count_phases<F: BufFactory>(
@@ -669,11 +677,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 }
                 (Phase::SafeRetreat, trigger) => {
                     self.metrics.on_retreat();
-                    // RFC 9959: the saved set must not be used again, by
-                    // any connection, whichever token carries it.
-                    if let Some(presented) = &session.presented {
-                        self.guard.revoke(&presented.set, now);
-                    }
+                    self.revoke_presented(session, now);
                     log::info!(
                         "{}: Careful Resume retreated ({}): the saved set is revoked",
                         session.peer,
@@ -683,9 +687,7 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
                 (Phase::Normal, Trigger::PersistentCongestion) if resume.saved_set_consumed() => {
                     // A jump that met persistent congestion discredits the
                     // set as a Safe Retreat does.
-                    if let Some(presented) = &session.presented {
-                        self.guard.revoke(&presented.set, now);
-                    }
+                    self.revoke_presented(session, now);
                     log::info!(
                         "{}: Careful Resume ended by persistent congestion: the saved set is revoked",
                         session.peer

@@ -411,16 +411,18 @@ mod tests {
         }
     }
 
+    /// A 10 Mbit/s link with CoDel and a limit it never reaches.
+    fn codel_link() -> Link {
+        let settings = LinkSettings {
+            codel: true,
+            ..settings(10_000_000)
+        };
+        Link::new(Rate::mbit(10), settings, Rng::new(1, 0))
+    }
+
     #[test]
     fn codel_drops_once_the_sojourn_stays_above_its_target_for_an_interval() {
-        let mut l = Link::new(
-            Rate::mbit(10),
-            LinkSettings {
-                codel: true,
-                ..settings(10_000_000)
-            },
-            Rng::new(1, 0),
-        );
+        let mut l = codel_link();
         // Two datagrams a millisecond at 10 Mbit/s: the queue grows by a
         // millisecond every millisecond, the sojourn by the same.
         let mut drops = Vec::new();
@@ -444,14 +446,7 @@ mod tests {
 
     #[test]
     fn codel_leaves_a_queue_that_drains_below_its_target_alone() {
-        let mut l = Link::new(
-            Rate::mbit(10),
-            LinkSettings {
-                codel: true,
-                ..settings(10_000_000)
-            },
-            Rng::new(1, 0),
-        );
+        let mut l = codel_link();
         // A burst of 50 ms every 200 ms: sojourns above 5 ms for less than
         // the interval each time.
         for burst in 0..10u64 {
