@@ -132,6 +132,20 @@ pub struct CrReport {
 }
 
 impl CrReport {
+    /// The trigger that ended a jump: the change out of Unvalidated or
+    /// Validating into normal operation or Safe Retreat.
+    pub fn exit_trigger(&self) -> Option<&'static str> {
+        self.phases
+            .iter()
+            .find(|c| {
+                let name = Phase::as_str;
+                let jumped = [name(Phase::Unvalidated), name(Phase::Validating)];
+                let after = [name(Phase::Normal), name(Phase::SafeRetreat)];
+                c.from.is_some_and(|from| jumped.contains(&from)) && after.contains(&c.to)
+            })
+            .and_then(|c| c.trigger)
+    }
+
     /// The report of a server `trace` whose time 0 lies `offset` after the
     /// client's first packet.
     pub fn from_trace(trace: &Trace, offset: Duration) -> CrReport {
@@ -214,6 +228,10 @@ pub struct ConnectionReport {
     /// How well the server packed the data into packets (`null`: the
     /// server never had a side).
     pub packing: Option<PackingReport>,
+    /// How many times the server's loss detection found persistent
+    /// congestion (RFC 9002, 7.6): every packet lost over three probe
+    /// timeouts, as in an outage.
+    pub persistent_congestion: usize,
 }
 
 impl ConnectionReport {
@@ -254,6 +272,7 @@ impl ConnectionReport {
             cr,
             early_data: record.early_data_accepted,
             packing: stats.map(|s| PackingReport::of(&record.server_datagrams, s, size)),
+            persistent_congestion: record.server_persistent_congestion,
         }
     }
 

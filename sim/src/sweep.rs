@@ -25,6 +25,7 @@
 
 use std::time::Duration;
 
+use qlog_cr::Trigger;
 use serde::Serialize;
 
 use crate::first_connections::ideal_doubling;
@@ -398,6 +399,18 @@ impl SweepRun {
             && (!resumed || (done(&self.resumed) && done(&self.without_token)))
     }
 
+    /// How long the link was dark (the longest window that drops
+    /// everything), zero without an outage.
+    pub fn outage_duration(&self) -> Duration {
+        self.scenario
+            .loss_windows
+            .iter()
+            .filter(|w| w.loss.value() >= 1.0)
+            .map(|w| w.to.saturating_sub(w.from))
+            .max()
+            .unwrap_or_default()
+    }
+
     /// The first connection's completion over ideal doubling slow start's.
     pub fn first_versus_ideal(&self) -> Option<f64> {
         let completion = self.first.as_ref()?.completion_s?;
@@ -449,6 +462,14 @@ pub enum Check {
     /// The resumed connection completes no later than the same seed's
     /// connection without a token.
     ResumedNoSlower,
+    /// Every connection through an outage at least this long finds
+    /// persistent congestion (RFC 9002, 7.6).
+    PersistentCongestionFound(Duration),
+    /// A resumed connection through an outage at least this long finds
+    /// persistent congestion and leaves Careful Resume on it, unless its
+    /// whole jump had arrived before the outage (the ACK that ends the
+    /// outage acknowledges its last unvalidated packet).
+    JumpEndsOnPersistentCongestion(Duration),
 }
 
 impl Check {
@@ -481,6 +502,37 @@ impl Check {
                         let ratio = run.resumed_versus_without_token()?;
                         (ratio > 1.0)
                             .then(|| format!("{}: resumed took {ratio:.3} x as long", run.label()))
+                    }
+                    Check::PersistentCongestionFound(at_least) => {
+                        if run.outage_duration() < at_least {
+                            return None;
+                        }
+                        let connections = [&run.first, &run.resumed, &run.without_token];
+                        let missed = connections
+                            .into_iter()
+                            .flatten()
+                            .any(|c| c.persistent_congestion == 0);
+                        missed.then(|| format!("{}: no persistent congestion found", run.label()))
+                    }
+                    Check::JumpEndsOnPersistentCongestion(at_least) => {
+                        if run.outage_duration() < at_least {
+                            return None;
+                        }
+                        let resumed = run.resumed.as_ref()?;
+                        let exit = resumed.cr.exit_trigger();
+                        let ends_right = [
+                            Trigger::PersistentCongestion,
+                            Trigger::LastUnvalidatedPacketAcknowledged,
+                        ]
+                        .iter()
+                        .any(|t| exit == Some(t.as_str()));
+                        (resumed.persistent_congestion == 0 || !ends_right).then(|| {
+                            format!(
+                                "{}: persistent congestion found {} time(s), Careful Resume left on {exit:?}",
+                                run.label(),
+                                resumed.persistent_congestion
+                            )
+                        })
                     }
                 }
             })
@@ -524,8 +576,14 @@ fn ms(n: u64) -> Duration {
 ///   ten seeds, each controller: the resumed connection is no slower than
 ///   the same seed's connection without a token.
 /// - `outage`: 10 MB at 20 Mbit/s and 600 ms, first and resumed, the link
-///   dark for 2, 5 or 10 s from 1.5 s (the resumed connection's jump) or
-///   3 s, each controller: every download completes.
+///   dark for 2, 5 or 10 s from 1.2 s (while the resumed connection's jump
+///   is in flight) or 3 s, each controller: every download completes; an
+///   outage of 10 s is persistent congestion for every connection (more
+///   than three probe timeouts even for a connection with one RTT sample,
+///   whose rttvar is half its RTT); one of 5 s or more is for the resumed
+///   connection, and ends its Careful Resume unless its whole jump had
+///   arrived. An outage of 2 s is about three probe timeouts at 600 ms, and
+///   need not be.
 pub fn guards() -> Vec<Guard> {
     let satellite = Grid {
         rates: vec![Rate::mbit(20)],
@@ -573,10 +631,11 @@ pub fn guards() -> Vec<Guard> {
         },
         Guard {
             name: "outage",
-            about: "downloads complete through an outage of 2 to 10 s",
+            about:
+                "downloads complete through an outage of 2 to 10 s, which is persistent congestion",
             sweep: Sweep {
                 grid: Grid {
-                    outages: [1500, 3000]
+                    outages: [1200, 3000]
                         .into_iter()
                         .flat_map(|start| {
                             [2, 5, 10].map(|secs| Outage {
@@ -589,7 +648,11 @@ pub fn guards() -> Vec<Guard> {
                 },
                 sample: None,
             },
-            checks: vec![Check::Completes],
+            checks: vec![
+                Check::Completes,
+                Check::PersistentCongestionFound(Duration::from_secs(10)),
+                Check::JumpEndsOnPersistentCongestion(Duration::from_secs(5)),
+            ],
         },
     ]
 }

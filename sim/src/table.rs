@@ -437,6 +437,7 @@ mod tests {
             },
             early_data: false,
             packing: None,
+            persistent_congestion: 0,
         };
         let retreated = connection(vec![
             change("unvalidated"),

@@ -323,6 +323,9 @@ pub struct ConnectionRecord {
     /// what tells a 0-RTT connection from one that fell back to 1-RTT (a
     /// ticket too old, or none).
     pub early_data_accepted: bool,
+    /// How many times the server's loss detection found persistent
+    /// congestion (RFC 9002, 7.6).
+    pub server_persistent_congestion: usize,
 }
 
 /// A client and a server that run connections one after another.
@@ -544,6 +547,12 @@ impl World {
             .retain(|&(f, generation, _), _| (f, generation) != (flow, pair.generation));
         let token_left = f.client.next_saved_set(f.server_addr);
         let server_stats = pair.server.as_ref().map(|s| s.conn_ref().stats());
+        let server_persistent_congestion = pair.server.as_ref().map_or(0, |s| {
+            s.conn_ref()
+                .path_stats()
+                .map(|p| p.persistent_congestion_count)
+                .sum()
+        });
         let now = self.network.now.instant;
         let server_report = pair.server.as_ref().map(|s| s.session().report(now));
         let early_data_accepted = pair
@@ -570,6 +579,7 @@ impl World {
             token_presented: pair.token_presented,
             token_left,
             early_data_accepted,
+            server_persistent_congestion,
         })
     }
 

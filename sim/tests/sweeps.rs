@@ -71,9 +71,11 @@ fn with_random_loss_resuming_reno_is_no_slower_than_without_a_token() {
 }
 
 /// 10 MB at 20 Mbit/s and 600 ms, first and resumed, each controller, the
-/// link dark for 2, 5 or 10 s from 1.5 s (while the resumed connection
-/// validates its jump) or 3 s: every download completes.
+/// link dark for 2, 5 or 10 s from 1.2 s (while the resumed connection's
+/// jump is in flight) or 3 s: every download completes, 10 s is persistent
+/// congestion for every connection, and 5 s or more ends the resumed
+/// connection's Careful Resume on it unless its jump had arrived.
 #[test]
-fn downloads_complete_through_outages() {
+fn outages_are_persistent_congestion_and_downloads_complete() {
     holds("outage", &[]);
 }

@@ -498,4 +498,5 @@ fn persistent_congestion_during_the_jump_ends_careful_resume() {
         path.cwnd,
         path.pmtu
     );
+    assert_eq!(path.persistent_congestion_count, 1);
 }
