@@ -126,7 +126,7 @@
 //! ```
 //!
 //! `endpoint/examples/http3-server-cr.diff` applies this to upstream
-//! quiche's `examples/http3-server.rs` in 19 added and 10 removed lines,
+//! quiche's `examples/http3-server.rs` in 19 added and 11 removed lines,
 //! its own Retry tokens replaced by [`ResumeServer::on_initial`]'s
 //! (`make quiche` writes the result to `endpoint/examples/`).
 
