@@ -199,6 +199,7 @@ pub(crate) fn endpoint_settings(
         requested_capacity: None,
         jump_budget: jump_budget.then(Default::default),
         early_data: scenario.early_data,
+        rtt_once_per_rtt: scenario.rtt_once_per_rtt,
     }
 }
 

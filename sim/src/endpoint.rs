@@ -84,6 +84,9 @@ pub struct EndpointSettings {
     /// connection's request as early data (0-RTT), and the server accepts
     /// it (as `cr-server` does by default).
     pub early_data: bool,
+    /// Whether the server updates its smoothed RTT and rttvar once per
+    /// round trip rather than per ACK.
+    pub rtt_once_per_rtt: bool,
 }
 
 /// Settings shared by client and server configurations.
@@ -104,6 +107,7 @@ fn base_config(settings: &EndpointSettings) -> Result<quiche::Config, SimError> 
     config.set_cc_algorithm(settings.cc.algorithm());
     settings.slow_start.apply(&mut config);
     config.enable_silly_window_avoidance(!settings.small_packets);
+    config.enable_rtt_once_per_rtt(settings.rtt_once_per_rtt);
     // The network releases each datagram at its `SendInfo.at`.
     config.set_application_paces(true);
     config.set_early_data_context(cr_serve::EARLY_DATA_CONTEXT);

@@ -59,7 +59,8 @@
 //!     "small_packets": bool,     // quiche's default packet sizes, not quiche-cr's
 //!     "slow_start": "hystart"|"search",
 //!     "early_data": bool,        // later requests sent as early data (0-RTT)
-//!     "codel": bool              // CoDel at the bottleneck queue's head
+//!     "codel": bool,             // CoDel at the bottleneck queue's head
+//!     "rtt_once_per_rtt": bool   // the server's RTT estimate once per round trip
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path
 //!   "connections": [             // [first, second, ...]
@@ -92,7 +93,10 @@
 //!         "below_half_share": f64,  // share shorter than 50% of the maximum size
 //!         "below_90pct_share": f64, // share shorter than 90% of the maximum size
 //!         "wire_bytes_per_body_byte": f64
-//!       }
+//!       },
+//!       "persistent_congestion": u64, // times the server found it (RFC 9002 7.6)
+//!       "probe_timeouts": u64,    // times the server's probe timeout fired
+//!       "spurious_losses": u64    // packets declared lost, acknowledged later
 //!     }, ...
 //!   ],
 //!   "speedup": f64|null,         // first completion / last completion

@@ -188,6 +188,10 @@ struct RunArgs {
     /// dropping at the queue's head; --queue stays the hard limit.
     #[arg(long)]
     codel: bool,
+    /// The server updates its smoothed RTT and rttvar once per round trip,
+    /// from the mean and spread of its samples, instead of per ACK.
+    #[arg(long)]
+    rtt_once_per_rtt: bool,
     /// How Reno and CUBIC end their first slow start: SEARCH beside
     /// HyStart++ (cr-server's default) or HyStart++ alone (quiche's).
     #[arg(long, value_enum, default_value_t)]
@@ -249,6 +253,10 @@ struct SweepArgs {
     /// dropping at the queue's head; --queue stays the hard limit.
     #[arg(long)]
     codel: bool,
+    /// The server updates its smoothed RTT and rttvar once per round trip,
+    /// from the mean and spread of its samples, instead of per ACK.
+    #[arg(long)]
+    rtt_once_per_rtt: bool,
     /// The link drops everything for DURATION from START after each
     /// connection's start, e.g. 3s,5s; each one given is a value of the
     /// sweep.
@@ -270,7 +278,7 @@ struct SweepArgs {
     /// outage.
     #[arg(long, conflicts_with_all = [
         "rates", "rtts", "sizes", "size_bdp", "loss", "seeds", "cc", "queue",
-        "jitter", "codel", "outage", "resumed", "sample",
+        "jitter", "codel", "rtt_once_per_rtt", "outage", "resumed", "sample",
     ])]
     guard: Option<String>,
     /// Print one JSON line per point (schema in the crate documentation);
@@ -308,6 +316,7 @@ impl SweepArgs {
                 queue: self.queue,
                 jitter: self.jitter,
                 codel: self.codel,
+                rtt_once_per_rtt: self.rtt_once_per_rtt,
                 resumed: self.resumed,
             },
             sample: self.sample.map(|points| Sample {
@@ -480,6 +489,7 @@ impl RunArgs {
             early_data: self.early_data,
             competing: self.competing.then(Competing::default),
             codel: self.codel,
+            rtt_once_per_rtt: self.rtt_once_per_rtt,
             ..Scenario::default()
         }
     }

@@ -74,6 +74,9 @@ pub struct ScenarioView {
     pub early_data: bool,
     /// Whether CoDel dropped at the bottleneck queue's head.
     pub codel: bool,
+    /// Whether the server updated its smoothed RTT and rttvar once per
+    /// round trip rather than per ACK.
+    pub rtt_once_per_rtt: bool,
 }
 
 impl ScenarioView {
@@ -101,6 +104,7 @@ impl ScenarioView {
             slow_start: scenario.slow_start.name(),
             early_data: scenario.early_data,
             codel: scenario.codel,
+            rtt_once_per_rtt: scenario.rtt_once_per_rtt,
         }
     }
 }
@@ -232,6 +236,10 @@ pub struct ConnectionReport {
     /// congestion (RFC 9002, 7.6): every packet lost over three probe
     /// timeouts, as in an outage.
     pub persistent_congestion: usize,
+    /// How many times the server's probe timeout fired.
+    pub probe_timeouts: usize,
+    /// Packets the server declared lost that were acknowledged later.
+    pub spurious_losses: usize,
 }
 
 impl ConnectionReport {
@@ -273,6 +281,8 @@ impl ConnectionReport {
             early_data: record.early_data_accepted,
             packing: stats.map(|s| PackingReport::of(&record.server_datagrams, s, size)),
             persistent_congestion: record.server_persistent_congestion,
+            probe_timeouts: record.server_probe_timeouts,
+            spurious_losses: stats.map_or(0, |s| s.spurious_lost),
         }
     }
 

@@ -85,6 +85,9 @@ pub struct Scenario {
     /// CoDel (RFC 8289: target 5 ms, interval 100 ms) drops at the
     /// bottleneck queue's head; its size stays the hard limit.
     pub codel: bool,
+    /// The server updates its smoothed RTT and rttvar once per round trip
+    /// ([`quiche::Config::enable_rtt_once_per_rtt`]) rather than per ACK.
+    pub rtt_once_per_rtt: bool,
 }
 
 impl Default for Scenario {
@@ -113,6 +116,7 @@ impl Default for Scenario {
             slow_start: SlowStart::Search,
             early_data: false,
             codel: false,
+            rtt_once_per_rtt: false,
         }
     }
 }

@@ -160,6 +160,7 @@ fn run_in(
         requested_capacity: None,
         jump_budget: Some(Default::default()),
         early_data: scenario.early_data,
+        rtt_once_per_rtt: scenario.rtt_once_per_rtt,
     };
     let main = world.add_flow(endpoints, full_traces)?;
     let competitor = match scenario.competing {

@@ -72,6 +72,9 @@ pub struct Grid {
     pub jitter: Duration,
     /// CoDel at the bottleneck, on every path (see [`Scenario::codel`]).
     pub codel: bool,
+    /// The RTT estimate updated once per round trip, on every path (see
+    /// [`Scenario::rtt_once_per_rtt`]).
+    pub rtt_once_per_rtt: bool,
     /// Whether each point runs a first connection and a second one
     /// presenting its token, beside the same seed's session whose second
     /// connection presents none; otherwise the first connection alone.
@@ -94,6 +97,7 @@ impl Default for Grid {
             queue: base.queue,
             jitter: base.jitter,
             codel: base.codel,
+            rtt_once_per_rtt: base.rtt_once_per_rtt,
             resumed: false,
         }
     }
@@ -208,6 +212,7 @@ impl Grid {
             seed: point.seed,
             jitter: self.jitter,
             codel: self.codel,
+            rtt_once_per_rtt: self.rtt_once_per_rtt,
             resume,
             ..Scenario::default()
         };

@@ -438,6 +438,8 @@ mod tests {
             early_data: false,
             packing: None,
             persistent_congestion: 0,
+            probe_timeouts: 0,
+            spurious_losses: 0,
         };
         let retreated = connection(vec![
             change("unvalidated"),

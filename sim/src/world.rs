@@ -326,6 +326,8 @@ pub struct ConnectionRecord {
     /// How many times the server's loss detection found persistent
     /// congestion (RFC 9002, 7.6).
     pub server_persistent_congestion: usize,
+    /// How many times the server's probe timeout fired.
+    pub server_probe_timeouts: usize,
 }
 
 /// A client and a server that run connections one after another.
@@ -547,12 +549,13 @@ impl World {
             .retain(|&(f, generation, _), _| (f, generation) != (flow, pair.generation));
         let token_left = f.client.next_saved_set(f.server_addr);
         let server_stats = pair.server.as_ref().map(|s| s.conn_ref().stats());
-        let server_persistent_congestion = pair.server.as_ref().map_or(0, |s| {
-            s.conn_ref()
-                .path_stats()
-                .map(|p| p.persistent_congestion_count)
-                .sum()
-        });
+        let server_path_count = |count: fn(&quiche::PathStats) -> usize| {
+            pair.server
+                .as_ref()
+                .map_or(0, |s| s.conn_ref().path_stats().map(|p| count(&p)).sum())
+        };
+        let server_persistent_congestion = server_path_count(|p| p.persistent_congestion_count);
+        let server_probe_timeouts = server_path_count(|p| p.total_pto_count);
         let now = self.network.now.instant;
         let server_report = pair.server.as_ref().map(|s| s.session().report(now));
         let early_data_accepted = pair
@@ -580,6 +583,7 @@ impl World {
             token_left,
             early_data_accepted,
             server_persistent_congestion,
+            server_probe_timeouts,
         })
     }
 
