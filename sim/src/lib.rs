@@ -96,7 +96,9 @@
 //!       },
 //!       "persistent_congestion": u64, // times the server found it (RFC 9002 7.6)
 //!       "probe_timeouts": u64,    // times the server's probe timeout fired
-//!       "spurious_losses": u64    // packets declared lost, acknowledged later
+//!       "spurious_losses": u64,   // packets declared lost, acknowledged later
+//!       "slow_start_exit": null | {"reason": "loss"|"bandwidth_plateau"|
+//!           "conservative_slow_start_rounds"|"persistent_queue", "cwnd_bytes": u64}
 //!     }, ...
 //!   ],
 //!   "speedup": f64|null,         // first completion / last completion

@@ -192,6 +192,9 @@ struct RunArgs {
     /// from the mean and spread of its samples, instead of per ACK.
     #[arg(long)]
     rtt_once_per_rtt: bool,
+    /// Largest random extra one-way delay, e.g. 3ms.
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    jitter: Duration,
     /// How Reno and CUBIC end their first slow start: SEARCH beside
     /// HyStart++ (cr-server's default) or HyStart++ alone (quiche's).
     #[arg(long, value_enum, default_value_t)]
@@ -490,6 +493,7 @@ impl RunArgs {
             competing: self.competing.then(Competing::default),
             codel: self.codel,
             rtt_once_per_rtt: self.rtt_once_per_rtt,
+            jitter: self.jitter,
             ..Scenario::default()
         }
     }

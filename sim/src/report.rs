@@ -240,6 +240,36 @@ pub struct ConnectionReport {
     pub probe_timeouts: usize,
     /// Packets the server declared lost that were acknowledged later.
     pub spurious_losses: usize,
+    /// How the server's controller left its first slow start (BBR2: its
+    /// Startup), if it did.
+    pub slow_start_exit: Option<SlowStartExit>,
+}
+
+/// How a controller left its first slow start.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SlowStartExit {
+    /// Why: `loss`, `bandwidth_plateau` (SEARCH's deliveries stopped
+    /// keeping up, or BBR2's bandwidth stopped growing),
+    /// `conservative_slow_start_rounds` (HyStart++ saw the RTT rise and its
+    /// conservative slow start ran out) or `persistent_queue` (BBR2).
+    pub reason: &'static str,
+    /// The congestion window then, bytes.
+    pub cwnd_bytes: u64,
+}
+
+impl SlowStartExit {
+    fn of(exit: quiche::StartupExit) -> SlowStartExit {
+        use quiche::StartupExitReason as Reason;
+        SlowStartExit {
+            reason: match exit.reason {
+                Reason::Loss => "loss",
+                Reason::BandwidthPlateau => "bandwidth_plateau",
+                Reason::PersistentQueue => "persistent_queue",
+                Reason::ConservativeSlowStartRounds => "conservative_slow_start_rounds",
+            },
+            cwnd_bytes: exit.cwnd as u64,
+        }
+    }
 }
 
 impl ConnectionReport {
@@ -283,6 +313,7 @@ impl ConnectionReport {
             persistent_congestion: record.server_persistent_congestion,
             probe_timeouts: record.server_probe_timeouts,
             spurious_losses: stats.map_or(0, |s| s.spurious_lost),
+            slow_start_exit: record.server_startup_exit.map(SlowStartExit::of),
         }
     }
 

@@ -440,6 +440,7 @@ mod tests {
             persistent_congestion: 0,
             probe_timeouts: 0,
             spurious_losses: 0,
+            slow_start_exit: None,
         };
         let retreated = connection(vec![
             change("unvalidated"),

@@ -328,6 +328,9 @@ pub struct ConnectionRecord {
     pub server_persistent_congestion: usize,
     /// How many times the server's probe timeout fired.
     pub server_probe_timeouts: usize,
+    /// How and at what window the server's controller left its first slow
+    /// start (or BBR2's Startup), if it did.
+    pub server_startup_exit: Option<quiche::StartupExit>,
 }
 
 /// A client and a server that run connections one after another.
@@ -556,6 +559,11 @@ impl World {
         };
         let server_persistent_congestion = server_path_count(|p| p.persistent_congestion_count);
         let server_probe_timeouts = server_path_count(|p| p.total_pto_count);
+        let server_startup_exit = pair
+            .server
+            .as_ref()
+            .and_then(|s| s.conn_ref().path_stats().next())
+            .and_then(|p| p.startup_exit);
         let now = self.network.now.instant;
         let server_report = pair.server.as_ref().map(|s| s.session().report(now));
         let early_data_accepted = pair
@@ -584,6 +592,7 @@ impl World {
             early_data_accepted,
             server_persistent_congestion,
             server_probe_timeouts,
+            server_startup_exit,
         })
     }
 
