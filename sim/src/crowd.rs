@@ -19,6 +19,7 @@ use std::net::IpAddr;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
+use cr_serve::bottleneck::{Discipline, Policer, Schedule};
 use cr_serve::CongestionControl;
 use cr_serve::Protocol;
 use cr_serve::SlowStart;
@@ -106,8 +107,13 @@ pub struct Crowd {
     /// the same time ([`cr_endpoint::JumpBudget`], `cr-server`'s default);
     /// false: every client jumps in full, as before the safeguard.
     pub jump_budget: bool,
-    /// CoDel at the bottleneck (see [`Scenario::codel`]).
-    pub codel: bool,
+    /// The bottleneck's queue (see [`Scenario::discipline`]).
+    pub discipline: Discipline,
+    /// A token-bucket policer before the queue.
+    pub policer: Option<Policer>,
+    /// The rate and round-trip delay over time, from the simulation's
+    /// start (see [`Scenario::schedule`]).
+    pub schedule: Option<Schedule>,
 }
 
 impl Default for Crowd {
@@ -129,7 +135,9 @@ impl Default for Crowd {
             resumers: None,
             requested_capacity: None,
             jump_budget: true,
-            codel: false,
+            discipline: Discipline::DropTail,
+            policer: None,
+            schedule: None,
         }
     }
 }
@@ -147,7 +155,9 @@ impl Crowd {
             seed: self.seed,
             app: self.app,
             resume,
-            codel: self.codel,
+            discipline: self.discipline,
+            policer: self.policer,
+            schedule: self.schedule.clone(),
             ..Scenario::default()
         }
     }
@@ -524,8 +534,10 @@ pub struct CrowdView {
     pub requested_capacity_bytes: Option<u64>,
     /// Whether the server shared out concurrent jumps (the safeguard).
     pub jump_budget: bool,
-    /// Whether CoDel dropped at the bottleneck queue's head.
-    pub codel: bool,
+    /// The bottleneck's queue: `droptail`, `codel` or `fq_codel`.
+    pub queue_discipline: &'static str,
+    /// The policer before the queue, if any.
+    pub policer: Option<Policer>,
 }
 
 /// The clients' lone downloads, before the crowd (the resume arm's; the
@@ -587,7 +599,8 @@ impl CrowdReport {
                 resumers: crowd.resumers,
                 requested_capacity_bytes: crowd.requested_capacity,
                 jump_budget: crowd.jump_budget,
-                codel: crowd.codel,
+                queue_discipline: crowd.discipline.name(),
+                policer: crowd.policer,
             },
             limit_s: round_s(limit.as_secs_f64()),
             crowd_limit_s: round_s(Scenario::limit(total, crowd.rate, crowd.rtt).as_secs_f64()),

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use cr_serve::bottleneck::Policer;
 use qlog_cr::Phase;
 use qlog_cr::Trace;
 use serde::Serialize;
@@ -72,8 +73,12 @@ pub struct ScenarioView {
     /// Whether the client sent each later connection's request as early
     /// data (0-RTT), resuming its TLS session.
     pub early_data: bool,
-    /// Whether CoDel dropped at the bottleneck queue's head.
-    pub codel: bool,
+    /// The bottleneck's queue: `droptail`, `codel` or `fq_codel`.
+    pub queue_discipline: &'static str,
+    /// The policer of the first connection's path, if any.
+    pub policer: Option<Policer>,
+    /// The policer of the later connections' path, when it differs.
+    pub policer2: Option<Policer>,
 }
 
 impl ScenarioView {
@@ -100,7 +105,9 @@ impl ScenarioView {
             small_packets: scenario.small_packets,
             slow_start: scenario.slow_start.name(),
             early_data: scenario.early_data,
-            codel: scenario.codel,
+            queue_discipline: scenario.discipline.name(),
+            policer: scenario.policer,
+            policer2: scenario.policer2,
         }
     }
 }

@@ -42,6 +42,7 @@ use crate::units::Probability;
 use crate::units::QueueLimit;
 use crate::units::Rate;
 use crate::units::Volume;
+use cr_serve::bottleneck::{Discipline, Policer, Schedule};
 use cr_serve::CongestionControl;
 
 /// Random stream of the sampling design (see [`Rng::new`]), apart from the
@@ -69,8 +70,14 @@ pub struct Grid {
     pub queue: QueueLimit,
     /// Largest random extra one-way delay, on every path.
     pub jitter: Duration,
-    /// CoDel at the bottleneck, on every path (see [`Scenario::codel`]).
-    pub codel: bool,
+    /// The bottleneck's queue, on every path (see
+    /// [`Scenario::discipline`]).
+    pub discipline: Discipline,
+    /// A policer before the queue, on every path.
+    pub policer: Option<Policer>,
+    /// The rate and delay over time, on every path (see
+    /// [`Scenario::schedule`]).
+    pub schedule: Option<Schedule>,
     /// Whether each point runs a first connection and a second one
     /// presenting its token, beside the same seed's session whose second
     /// connection presents none; otherwise the first connection alone.
@@ -92,7 +99,9 @@ impl Default for Grid {
             ccs: vec![base.cc],
             queue: base.queue,
             jitter: base.jitter,
-            codel: base.codel,
+            discipline: base.discipline,
+            policer: base.policer,
+            schedule: base.schedule,
             resumed: false,
         }
     }
@@ -206,7 +215,9 @@ impl Grid {
             queue: self.queue,
             seed: point.seed,
             jitter: self.jitter,
-            codel: self.codel,
+            discipline: self.discipline,
+            policer: self.policer,
+            schedule: self.schedule.clone(),
             resume,
             ..Scenario::default()
         };
