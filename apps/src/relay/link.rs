@@ -25,6 +25,10 @@ use std::time::{Duration, Instant};
 use cr_serve::bottleneck::{Codel, Discipline, FqCodel, Policer, Schedule, TokenBucket};
 use cr_serve::units::Rate;
 
+/// fq_codel's quantum: one Ethernet MTU (RFC 8290's default), more than
+/// any datagram QUIC sends over the relay.
+const FQ_QUANTUM: u64 = 1500;
+
 /// How one direction of the link behaves.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkConfig {
@@ -178,8 +182,7 @@ impl Link {
                 rng: LossRng::new(seed),
                 stats: LinkStats::default(),
                 codel: Codel::default(),
-                // A quantum of one full-size datagram (RFC 8290: one MTU).
-                fq: FqCodel::new(config.queue_bytes, 1500),
+                fq: FqCodel::new(config.queue_bytes, FQ_QUANTUM),
                 bucket: bottleneck.policer.map(TokenBucket::new),
             }),
             arrived: Condvar::new(),

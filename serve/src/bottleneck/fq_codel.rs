@@ -33,6 +33,27 @@ struct FlowQueue<T> {
     listed: bool,
 }
 
+impl<T> FlowQueue<T> {
+    fn pop(&mut self) -> Option<Queued<T>> {
+        let head = self.packets.pop_front()?;
+        self.bytes -= head.bytes;
+        Some(head)
+    }
+
+    /// The head that CoDel lets through at `now`, the ones it drops going
+    /// to `dropped`.
+    fn codel_dequeue(&mut self, now: Time, dropped: &mut Vec<T>) -> Option<Queued<T>> {
+        while let Some(head) = self.pop() {
+            if !self.codel.on_dequeue(now.saturating_sub(head.at), now) {
+                return Some(head);
+            }
+            dropped.push(head.payload);
+        }
+        self.codel.on_empty();
+        None
+    }
+}
+
 impl<T> Default for FlowQueue<T> {
     fn default() -> Self {
         FlowQueue {
@@ -140,62 +161,49 @@ impl<T> FqCodel<T> {
                     }
                 }
             };
-            let quantum = self.quantum;
-            let Some(flow) = self.flows.get_mut(&id) else {
-                self.unlist_front(new);
-                continue;
+            let list = if new {
+                &mut self.new_flows
+            } else {
+                &mut self.old_flows
             };
+            list.pop_front();
+            let flow = self.flows.entry(id).or_default();
             if flow.deficit <= 0 {
-                flow.deficit += quantum;
-                self.unlist_front(new);
+                flow.deficit += self.quantum;
                 self.old_flows.push_back(id);
                 continue;
             }
-            match self.codel_dequeue(id, now, &mut dropped) {
+            let before = flow.bytes;
+            let head = flow.codel_dequeue(now, &mut dropped);
+            self.bytes -= before - flow.bytes;
+            match head {
                 Some(head) => {
-                    if let Some(flow) = self.flows.get_mut(&id) {
-                        flow.deficit -= i64::try_from(head.bytes).unwrap_or(i64::MAX);
-                    }
+                    flow.deficit -= i64::try_from(head.bytes).unwrap_or(i64::MAX);
+                    // Back at the front of its list: it may send until its
+                    // credit runs out.
+                    let list = if new {
+                        &mut self.new_flows
+                    } else {
+                        &mut self.old_flows
+                    };
+                    list.push_front(id);
                     return Dequeued {
                         sent: Some((head.payload, head.bytes)),
                         dropped,
                     };
                 }
-                None => {
-                    // An empty new flow goes behind the old ones, so that
-                    // it cannot come back as new at once; an empty old
-                    // flow leaves the lists.
-                    self.unlist_front(new);
-                    if new && !self.old_flows.is_empty() {
-                        self.old_flows.push_back(id);
-                    } else if let Some(flow) = self.flows.get_mut(&id) {
-                        flow.listed = false;
-                    }
-                }
+                // An empty new flow goes behind the old ones, so that it
+                // cannot come back as new at once; an empty old flow leaves
+                // the lists.
+                None if new && !self.old_flows.is_empty() => self.old_flows.push_back(id),
+                None => flow.listed = false,
             }
         }
     }
 
-    /// The head of `id`'s queue that CoDel lets through at `now`, the ones
-    /// it drops going to `dropped`.
-    fn codel_dequeue(&mut self, id: u64, now: Time, dropped: &mut Vec<T>) -> Option<Queued<T>> {
-        while let Some(head) = self.pop_head(id) {
-            let flow = self.flows.get_mut(&id)?;
-            if !flow.codel.on_dequeue(now.saturating_sub(head.at), now) {
-                return Some(head);
-            }
-            dropped.push(head.payload);
-        }
-        if let Some(flow) = self.flows.get_mut(&id) {
-            flow.codel.on_empty();
-        }
-        None
-    }
-
+    /// Takes the head of `id`'s queue.
     fn pop_head(&mut self, id: u64) -> Option<Queued<T>> {
-        let flow = self.flows.get_mut(&id)?;
-        let head = flow.packets.pop_front()?;
-        flow.bytes -= head.bytes;
+        let head = self.flows.get_mut(&id)?.pop()?;
         self.bytes -= head.bytes;
         Some(head)
     }
@@ -207,14 +215,6 @@ impl<T> FqCodel<T> {
             .filter(|(_, flow)| flow.bytes > 0)
             .max_by(|a, b| a.1.bytes.cmp(&b.1.bytes).then(b.0.cmp(a.0)))
             .map(|(&id, _)| id)
-    }
-
-    fn unlist_front(&mut self, new: bool) {
-        if new {
-            self.new_flows.pop_front();
-        } else {
-            self.old_flows.pop_front();
-        }
     }
 }
 
