@@ -30,6 +30,7 @@ use crate::endpoint::TokenConfig;
 use crate::error::SimError;
 use crate::link::SimTime;
 use crate::report::ConnectionReport;
+use crate::report::StepView;
 use crate::rng::Rng;
 use crate::scenario::Scenario;
 use crate::session::build_world;
@@ -538,6 +539,9 @@ pub struct CrowdView {
     pub queue_discipline: &'static str,
     /// The policer before the queue, if any.
     pub policer: Option<Policer>,
+    /// The link's rate and delay over time (from the simulation's start),
+    /// when a schedule set them.
+    pub schedule: Option<Vec<StepView>>,
 }
 
 /// The clients' lone downloads, before the crowd (the resume arm's; the
@@ -601,6 +605,7 @@ impl CrowdReport {
                 jump_budget: crowd.jump_budget,
                 queue_discipline: crowd.discipline.name(),
                 policer: crowd.policer,
+                schedule: crowd.schedule.as_ref().map(StepView::of),
             },
             limit_s: round_s(limit.as_secs_f64()),
             crowd_limit_s: round_s(Scenario::limit(total, crowd.rate, crowd.rtt).as_secs_f64()),

@@ -61,7 +61,8 @@
 //!     "early_data": bool,        // later requests sent as early data (0-RTT)
 //!     "queue_discipline": "droptail"|"codel"|"fq_codel",
 //!     "policer": null | {"rate": u64, "burst": u64}, // bits/s, bytes
-//!     "policer2": null | {"rate": u64, "burst": u64} // the later connections' path
+//!     "policer2": null | {"rate": u64, "burst": u64}, // the later connections' path
+//!     "schedule": null | [{"at_s": f64, "rate_bps": u64, "rtt_s": f64}]
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path
 //!   "connections": [             // [first, second, ...]
@@ -132,7 +133,8 @@
 //!             "competing": bool, "warm_up_s": f64, "seed": u64,
 //!             "resumers": u64|null, "requested_capacity_bytes": u64|null,
 //!             "jump_budget": bool, "queue_discipline": str,
-//!             "policer": null | {"rate": u64, "burst": u64}},
+//!             "policer": null | {"rate": u64, "burst": u64},
+//!             "schedule": null | [{"at_s": f64, "rate_bps": u64, "rtt_s": f64}]},
 //!   "limit_s": f64,              // 2*RTT + size/rate: one client alone
 //!   "crowd_limit_s": f64,        // 2*RTT + clients*size/rate
 //!   "alone": {"median_completion_s": f64|null, "median_saved_bytes": u64|null},

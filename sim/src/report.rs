@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cr_serve::bottleneck::Policer;
+use cr_serve::bottleneck::{Policer, Schedule};
 use qlog_cr::Phase;
 use qlog_cr::Trace;
 use serde::Serialize;
@@ -79,6 +79,34 @@ pub struct ScenarioView {
     pub policer: Option<Policer>,
     /// The policer of the later connections' path, when it differs.
     pub policer2: Option<Policer>,
+    /// The link's rate and delay over time, when a schedule set them.
+    pub schedule: Option<Vec<StepView>>,
+}
+
+/// One step of a schedule.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepView {
+    /// When it begins, seconds after each connection's start.
+    pub at_s: f64,
+    /// The rate from then on.
+    pub rate_bps: u64,
+    /// The round-trip propagation delay from then on, seconds.
+    pub rtt_s: f64,
+}
+
+impl StepView {
+    /// The steps of `schedule`.
+    pub fn of(schedule: &Schedule) -> Vec<StepView> {
+        schedule
+            .steps()
+            .iter()
+            .map(|step| StepView {
+                at_s: round_s(step.at.as_secs_f64()),
+                rate_bps: step.rate.bps(),
+                rtt_s: round_s(step.rtt.as_secs_f64()),
+            })
+            .collect()
+    }
 }
 
 impl ScenarioView {
@@ -108,6 +136,7 @@ impl ScenarioView {
             queue_discipline: scenario.discipline.name(),
             policer: scenario.policer,
             policer2: scenario.policer2,
+            schedule: scenario.schedule.as_ref().map(StepView::of),
         }
     }
 }
