@@ -166,38 +166,34 @@ impl<T> FqCodel<T> {
             } else {
                 &mut self.old_flows
             };
-            list.pop_front();
             let flow = self.flows.entry(id).or_default();
             if flow.deficit <= 0 {
                 flow.deficit += self.quantum;
+                list.pop_front();
                 self.old_flows.push_back(id);
                 continue;
             }
             let before = flow.bytes;
             let head = flow.codel_dequeue(now, &mut dropped);
             self.bytes -= before - flow.bytes;
-            match head {
-                Some(head) => {
-                    flow.deficit -= i64::try_from(head.bytes).unwrap_or(i64::MAX);
-                    // Back at the front of its list: it may send until its
-                    // credit runs out.
-                    let list = if new {
-                        &mut self.new_flows
-                    } else {
-                        &mut self.old_flows
-                    };
-                    list.push_front(id);
-                    return Dequeued {
-                        sent: Some((head.payload, head.bytes)),
-                        dropped,
-                    };
-                }
+            let Some(head) = head else {
                 // An empty new flow goes behind the old ones, so that it
                 // cannot come back as new at once; an empty old flow leaves
                 // the lists.
-                None if new && !self.old_flows.is_empty() => self.old_flows.push_back(id),
-                None => flow.listed = false,
-            }
+                list.pop_front();
+                if new && !self.old_flows.is_empty() {
+                    self.old_flows.push_back(id);
+                } else {
+                    flow.listed = false;
+                }
+                continue;
+            };
+            // It stays at the front of its list until its credit runs out.
+            flow.deficit -= i64::try_from(head.bytes).unwrap_or(i64::MAX);
+            return Dequeued {
+                sent: Some((head.payload, head.bytes)),
+                dropped,
+            };
         }
     }
 
