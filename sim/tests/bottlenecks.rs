@@ -87,12 +87,27 @@ fn behind_fq_codel_one_resumed_flow_is_faster_than_without_a_token() {
 }
 
 /// Target: behind fq_codel, a crowd of ten resuming at once is no slower
-/// than without tokens in the median and the p95, and the clients share
-/// fairly (Jain >= 0.9). Measured over seeds 1-10 at 50 Mbit/s, 1 MiB each:
-/// median 0.53-0.84 x, p95 0.53-0.87 x (CUBIC, Reno, BBR2 at 300 and 600
-/// ms), Jain at least 0.987; the crowd loses more (1.2-7.6 x the baseline's
-/// packets: CoDel drops the standing queue the ten jumps build). Guarded
-/// here for CUBIC at 600 ms, seed 1: 0.81 x, 0.72 x, Jain 0.997.
+/// than without tokens in the median and the p95, and the flows share
+/// fairly (Jain >= 0.9, an incumbent keeps >= 45 % of the link while a
+/// jump is validated). Measured over seeds 1-10 at 50 Mbit/s, 1 MiB each,
+/// CUBIC, Reno and BBR2 at 300 and 600 ms: median 0.53-0.84 x the
+/// baseline's (worst seed 0.84 x), p95 0.53-0.84 x (worst 0.87 x), Jain
+/// at least 0.987; beside an incumbent long download, median 0.66-0.85 x
+/// (worst 0.88 x), p95 0.68-0.86 x, but 1.105 x at one seed of Reno at 300
+/// ms, Jain at least 0.966. The crowd loses more (1.2-6.8 x the baseline's
+/// packets in the median): CoDel drops the standing queue each jump builds
+/// in its own flow's queue. Guarded here for CUBIC at 600 ms, seed 1: 0.81
+/// x, 0.72 x, Jain 0.997.
+///
+/// The incumbent's share misses. One long download with one newcomer
+/// (`cr-sim run --competing --gap 40s`, 10 MiB, 50 Mbit/s) keeps 32 % and
+/// 27 % of the link through the jump (CUBIC, 300 and 600 ms), 13 % and
+/// 18 % (Reno), 63 % and 36 % (BBR2). fq_codel gives the newcomer half the
+/// service at once, so the incumbent's own queue grows past CoDel's 5 ms
+/// and its own CoDel drops its packets; behind CoDel, CUBIC and Reno do
+/// not fill a long path even alone (the incumbents carried 26-39 and 12-27
+/// Mbit/s of the 50 before). No jump size RFC 9959 allows changes the
+/// newcomer's share, only how long the incumbent's drops last.
 #[test]
 fn behind_fq_codel_a_resumed_crowd_of_ten_is_faster_and_fair() {
     let report = crowd::run(&Crowd {
