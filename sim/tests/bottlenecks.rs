@@ -106,8 +106,10 @@ fn behind_fq_codel_one_resumed_flow_is_faster_than_without_a_token() {
 /// service at once, so the incumbent's own queue grows past CoDel's 5 ms
 /// and its own CoDel drops its packets; behind CoDel, CUBIC and Reno do
 /// not fill a long path even alone (the incumbents carried 26-39 and 12-27
-/// Mbit/s of the 50 before). No jump size RFC 9959 allows changes the
-/// newcomer's share, only how long the incumbent's drops last.
+/// Mbit/s of the 50 before). The jump, half the saved window paced over
+/// one RTT, already asks for exactly the fair half of the link; a smaller
+/// one (RFC 9959 lets the sender jump less) would leave the incumbent more
+/// while it lasts, at the newcomer's cost.
 #[test]
 fn behind_fq_codel_a_resumed_crowd_of_ten_is_faster_and_fair() {
     let report = crowd::run(&Crowd {
