@@ -60,7 +60,7 @@ test-workspace: setup quiche
 
 ## sim-guards: the simulator's release-only guards (the whole suite against its baselines, wall time; sampled sweeps of paths, sizes, loss and outages)
 sim-guards: setup quiche
-	$(CARGO) test --release -p cr-sim --test targets --test session --test sweeps
+	$(CARGO) test --release -p cr-sim --test targets --test session --test sweeps --test bottlenecks
 
 ## test: formatting, lints, all workspace tests, the fork check, upstream's suite, a short fuzz run
 ## release-loopback: the tests that run real connections over loopback (tokio-quiche, interop, cr-server's programs), against release builds: a path only a fast handshake takes (one loopback round trip well under a millisecond) shows in release and not in debug

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use cr_apps::net::{size_buffers, SOCKET_BUFFER_FLOOR};
 use cr_apps::relay::{
-    LinkConfig, LinkStats, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT,
+    Bottleneck, LinkConfig, LinkStats, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT,
 };
 
 /// Datagrams of a burst, and their size: 2.4 MB, over ten times Linux's
@@ -40,6 +40,7 @@ fn relay(server: SocketAddr, up: LinkConfig, down: LinkConfig, idle: Duration) -
         server,
         up,
         down,
+        bottleneck: Bottleneck::default(),
         seed: 3,
         flow_idle_timeout: idle,
     })

@@ -9,6 +9,8 @@
 //! - [`app`]: `GET /<bytes>` over HTTP/3 and hq-interop, server and client.
 //! - [`body`]: the bytes of every response, a pattern by offset that
 //!   clients check.
+//! - [`bottleneck`]: the queues (drop-tail, CoDel, fq_codel), the policer
+//!   and the rate and delay schedules both links model.
 //! - [`cc`]: the congestion controller a server runs, by name.
 //! - [`units`]: byte sizes, rates, durations and probabilities as the
 //!   command lines take them.
@@ -20,6 +22,7 @@
 
 pub mod app;
 pub mod body;
+pub mod bottleneck;
 pub mod cc;
 pub mod error;
 pub mod report;

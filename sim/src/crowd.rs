@@ -19,6 +19,7 @@ use std::net::IpAddr;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
+use cr_serve::bottleneck::{Discipline, Policer, Schedule};
 use cr_serve::CongestionControl;
 use cr_serve::Protocol;
 use cr_serve::SlowStart;
@@ -29,6 +30,7 @@ use crate::endpoint::TokenConfig;
 use crate::error::SimError;
 use crate::link::SimTime;
 use crate::report::ConnectionReport;
+use crate::report::StepView;
 use crate::rng::Rng;
 use crate::scenario::Scenario;
 use crate::session::build_world;
@@ -106,8 +108,13 @@ pub struct Crowd {
     /// the same time ([`cr_endpoint::JumpBudget`], `cr-server`'s default);
     /// false: every client jumps in full, as before the safeguard.
     pub jump_budget: bool,
-    /// CoDel at the bottleneck (see [`Scenario::codel`]).
-    pub codel: bool,
+    /// The bottleneck's queue (see [`Scenario::discipline`]).
+    pub discipline: Discipline,
+    /// A token-bucket policer before the queue.
+    pub policer: Option<Policer>,
+    /// The rate and round-trip delay over time, from the simulation's
+    /// start (see [`Scenario::schedule`]).
+    pub schedule: Option<Schedule>,
 }
 
 impl Default for Crowd {
@@ -129,7 +136,9 @@ impl Default for Crowd {
             resumers: None,
             requested_capacity: None,
             jump_budget: true,
-            codel: false,
+            discipline: Discipline::DropTail,
+            policer: None,
+            schedule: None,
         }
     }
 }
@@ -147,7 +156,9 @@ impl Crowd {
             seed: self.seed,
             app: self.app,
             resume,
-            codel: self.codel,
+            discipline: self.discipline,
+            policer: self.policer,
+            schedule: self.schedule.clone(),
             ..Scenario::default()
         }
     }
@@ -525,8 +536,13 @@ pub struct CrowdView {
     pub requested_capacity_bytes: Option<u64>,
     /// Whether the server shared out concurrent jumps (the safeguard).
     pub jump_budget: bool,
-    /// Whether CoDel dropped at the bottleneck queue's head.
-    pub codel: bool,
+    /// The bottleneck's queue: `droptail`, `codel` or `fq_codel`.
+    pub queue_discipline: &'static str,
+    /// The policer before the queue, if any.
+    pub policer: Option<Policer>,
+    /// The link's rate and delay over time (from the simulation's start),
+    /// when a schedule set them.
+    pub schedule: Option<Vec<StepView>>,
 }
 
 /// The clients' lone downloads, before the crowd (the resume arm's; the
@@ -588,7 +604,9 @@ impl CrowdReport {
                 resumers: crowd.resumers,
                 requested_capacity_bytes: crowd.requested_capacity,
                 jump_budget: crowd.jump_budget,
-                codel: crowd.codel,
+                queue_discipline: crowd.discipline.name(),
+                policer: crowd.policer,
+                schedule: crowd.schedule.as_ref().map(StepView::of),
             },
             limit_s: round_s(limit.as_secs_f64()),
             crowd_limit_s: round_s(Scenario::limit(total, crowd.rate, crowd.rtt).as_secs_f64()),

@@ -59,7 +59,10 @@
 //!     "small_packets": bool,     // quiche's default packet sizes, not quiche-cr's
 //!     "slow_start": "hystart"|"search",
 //!     "early_data": bool,        // later requests sent as early data (0-RTT)
-//!     "codel": bool,             // CoDel at the bottleneck queue's head
+//!     "queue_discipline": "droptail"|"codel"|"fq_codel",
+//!     "policer": null | {"rate": u64, "burst": u64}, // bits/s, bytes
+//!     "policer2": null | {"rate": u64, "burst": u64}, // the later connections' path
+//!     "schedule": null | [{"at_s": f64, "rate_bps": u64, "rtt_s": f64}],
 //!     "rtt_once_per_rtt": bool   // the server's RTT estimate once per round trip
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path
@@ -135,7 +138,9 @@
 //!             "cc": str, "slow_start": str, "app": str, "queue_bytes": u64, "spread_s": f64,
 //!             "competing": bool, "warm_up_s": f64, "seed": u64,
 //!             "resumers": u64|null, "requested_capacity_bytes": u64|null,
-//!             "jump_budget": bool, "codel": bool},
+//!             "jump_budget": bool, "queue_discipline": str,
+//!             "policer": null | {"rate": u64, "burst": u64},
+//!             "schedule": null | [{"at_s": f64, "rate_bps": u64, "rtt_s": f64}]},
 //!   "limit_s": f64,              // 2*RTT + size/rate: one client alone
 //!   "crowd_limit_s": f64,        // 2*RTT + clients*size/rate
 //!   "alone": {"median_completion_s": f64|null, "median_saved_bytes": u64|null},

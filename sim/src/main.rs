@@ -2,19 +2,22 @@
 //!
 //! ```text
 //! cr-sim run --rate 10mbit --rtt 800ms --size 1MiB [--cc cubic|reno|bbr2] [--loss P]
-//!            [--loss-window FROM..TO:P] [--rate2 R] [--rtt2 T] [--queue SIZE|xBDP]
+//!            [--loss-window FROM..TO:P] [--rate2 R] [--rtt2 T] [--queue [KIND:]SIZE|KIND]
+//!            [--policer RATE,BURST] [--policer2 RATE,BURST] [--schedule FILE]
 //!            [--gap T] [--seed N] [--app h3|hq] [--no-resume] [--competing]
 //!            [--early-data | --no-early-data]
 //!            [--qlog-dir DIR] [--plot FILE.svg] [--json] [--server-log]
 //! cr-sim crowd --clients N --rate R --rtt T --size S [--cc ...] [--spread D]
-//!              [--queue SIZE|xBDP] [--seed N] [--app h3|hq] [--competing]
+//!              [--queue [KIND:]SIZE|KIND] [--policer RATE,BURST] [--schedule FILE]
+//!              [--seed N] [--app h3|hq] [--competing]
 //!              [--warm-up T] [--slow-start hystart|search] [--resumers K]
 //!              [--requested-capacity SIZE] [--json]
 //! cr-sim cgnat [--users 20] [--downloads 3] [--window 120s] [--rate R] [--rtt T]
 //!              [--size S] [--cc ...] [--queue ...] [--seed N] [--json]
 //! cr-sim sweep [--rates R,..] [--rtts T,..] [--sizes S,..] [--size-bdp M,..]
-//!              [--loss P,..] [--seeds N,..] [--cc cubic,reno,bbr2] [--queue SIZE|xBDP]
-//!              [--jitter T] [--codel] [--outage START,DURATION].. [--resumed]
+//!              [--loss P,..] [--seeds N,..] [--cc cubic,reno,bbr2] [--queue [KIND:]SIZE|KIND]
+//!              [--policer RATE,BURST] [--schedule FILE]
+//!              [--jitter T] [--outage START,DURATION].. [--resumed]
 //!              [--sample N [--seed S]] [--json]
 //! cr-sim sweep --guard first-loss|random-loss|outage [--json]
 //! cr-sim satellite [--json]
@@ -28,6 +31,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use clap::Subcommand;
+use cr_serve::bottleneck::{Policer, QueueSpec, Schedule};
 use cr_serve::CongestionControl;
 use cr_serve::Protocol;
 use cr_serve::SlowStart;
@@ -149,9 +153,12 @@ struct RunArgs {
     /// RTT for the second connection (path change).
     #[arg(long, value_parser = parse_duration)]
     rtt2: Option<Duration>,
-    /// Drop-tail queue per direction: bytes (64KiB) or a BDP multiple (2xBDP).
-    #[arg(long, default_value = "1xBDP")]
-    queue: QueueLimit,
+    /// A policer on the second and later connections' path instead,
+    /// RATE,BURST (a path that changed).
+    #[arg(long)]
+    policer2: Option<Policer>,
+    #[command(flatten)]
+    bottleneck: BottleneckArgs,
     /// Time from the end of the first download to the second connection.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     gap: Duration,
@@ -184,10 +191,6 @@ struct RunArgs {
     /// Only the session in 1-RTT: no early data.
     #[arg(long)]
     no_early_data: bool,
-    /// CoDel at the bottleneck (RFC 8289: target 5 ms, interval 100 ms),
-    /// dropping at the queue's head; --queue stays the hard limit.
-    #[arg(long)]
-    codel: bool,
     /// The server updates its smoothed RTT and rttvar once per round trip,
     /// from the mean and spread of its samples, instead of per ACK.
     #[arg(long)]
@@ -219,6 +222,38 @@ struct RunArgs {
     server_log: bool,
 }
 
+/// The bottleneck's queue, policer and schedule, as `run`, `crowd` and
+/// `sweep` take them.
+#[derive(clap::Args)]
+struct BottleneckArgs {
+    /// The queue per direction: droptail, codel or fq_codel (RFC 8289 and
+    /// 8290: target 5 ms, interval 100 ms), a limit in bytes (64KiB) or
+    /// BDPs (2xBDP), or both (codel:2xBDP); drop-tail and 1xBDP unless
+    /// given.
+    #[arg(long, default_value = "droptail")]
+    queue: QueueSpec<QueueLimit>,
+    /// A token-bucket policer before the queue, RATE,BURST (e.g.
+    /// 25mbit,64KiB): a datagram finding too few tokens is dropped.
+    #[arg(long)]
+    policer: Option<Policer>,
+    /// A file of `time rate delay` rows: the link's rate and round-trip
+    /// delay from each row's time (docs/simulator.md; sim/schedules/).
+    #[arg(long)]
+    schedule: Option<PathBuf>,
+}
+
+impl BottleneckArgs {
+    /// The queue's limit: as given, or one bandwidth-delay product.
+    fn queue_limit(&self) -> QueueLimit {
+        self.queue.limit.unwrap_or(QueueLimit::Bdp(1.0))
+    }
+
+    /// The schedule the file describes, if one was given.
+    fn schedule(&self) -> Result<Option<Schedule>, String> {
+        self.schedule.as_deref().map(Schedule::read).transpose()
+    }
+}
+
 #[derive(clap::Args)]
 struct SweepArgs {
     /// Bottleneck rates, e.g. 5mbit,300mbit; with --sample, the range from
@@ -246,16 +281,11 @@ struct SweepArgs {
     /// The servers' congestion controllers, e.g. cubic,reno,bbr2.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "cubic")]
     cc: Vec<CongestionControl>,
-    /// Drop-tail queue per direction: bytes (64KiB) or a BDP multiple (2xBDP).
-    #[arg(long, default_value = "1xBDP")]
-    queue: QueueLimit,
+    #[command(flatten)]
+    bottleneck: BottleneckArgs,
     /// Largest random extra one-way delay, e.g. 3ms.
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     jitter: Duration,
-    /// CoDel at the bottleneck (RFC 8289: target 5 ms, interval 100 ms),
-    /// dropping at the queue's head; --queue stays the hard limit.
-    #[arg(long)]
-    codel: bool,
     /// The server updates its smoothed RTT and rttvar once per round trip,
     /// from the mean and spread of its samples, instead of per ACK.
     #[arg(long)]
@@ -281,7 +311,7 @@ struct SweepArgs {
     /// outage.
     #[arg(long, conflicts_with_all = [
         "rates", "rtts", "sizes", "size_bdp", "loss", "seeds", "cc", "queue",
-        "jitter", "codel", "rtt_once_per_rtt", "outage", "resumed", "sample",
+        "policer", "schedule", "jitter", "rtt_once_per_rtt", "outage", "resumed", "sample",
     ])]
     guard: Option<String>,
     /// Print one JSON line per point (schema in the crate documentation);
@@ -301,13 +331,13 @@ fn parse_bdp_multiple(text: &str) -> Result<f64, String> {
 }
 
 impl SweepArgs {
-    fn sweep(&self) -> Sweep {
+    fn sweep(&self) -> Result<Sweep, String> {
         let mut sizes = self.sizes.clone();
         sizes.extend(self.size_bdp.iter().copied().map(Volume::Bdp));
         if sizes.is_empty() {
             sizes.push(Volume::Bytes(1 << 20));
         }
-        Sweep {
+        Ok(Sweep {
             grid: Grid {
                 rates: self.rates.clone(),
                 rtts: self.rtts.clone(),
@@ -316,17 +346,19 @@ impl SweepArgs {
                 seeds: self.seeds.clone(),
                 outages: self.outage.clone(),
                 ccs: self.cc.clone(),
-                queue: self.queue,
+                queue: self.bottleneck.queue_limit(),
                 jitter: self.jitter,
-                codel: self.codel,
                 rtt_once_per_rtt: self.rtt_once_per_rtt,
+                discipline: self.bottleneck.queue.discipline,
+                policer: self.bottleneck.policer,
+                schedule: self.bottleneck.schedule()?,
                 resumed: self.resumed,
             },
             sample: self.sample.map(|points| Sample {
                 points,
                 seed: self.seed.unwrap_or(1),
             }),
-        }
+        })
     }
 }
 
@@ -355,9 +387,8 @@ struct CrowdArgs {
     /// offsets).
     #[arg(long, default_value = "100ms", value_parser = parse_duration)]
     spread: Duration,
-    /// Drop-tail queue per direction: bytes (64KiB) or a BDP multiple (2xBDP).
-    #[arg(long, default_value = "1xBDP")]
-    queue: QueueLimit,
+    #[command(flatten)]
+    bottleneck: BottleneckArgs,
     /// Seed of the link's randomness and of the start offsets.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -383,10 +414,6 @@ struct CrowdArgs {
     /// clients resume at once (no jump budget).
     #[arg(long)]
     no_jump_budget: bool,
-    /// CoDel at the bottleneck (RFC 8289: target 5 ms, interval 100 ms),
-    /// dropping at the queue's head; --queue stays the hard limit.
-    #[arg(long)]
-    codel: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -447,15 +474,15 @@ impl CgnatArgs {
 }
 
 impl CrowdArgs {
-    fn crowd(&self) -> Crowd {
-        Crowd {
+    fn crowd(&self) -> Result<Crowd, String> {
+        Ok(Crowd {
             clients: self.clients,
             rate: self.rate,
             rtt: self.rtt,
             size: self.size.0,
             cc: self.cc,
             slow_start: self.slow_start,
-            queue: self.queue,
+            queue: self.bottleneck.queue_limit(),
             spread: self.spread,
             competing: self.competing,
             warm_up: self.warm_up,
@@ -464,14 +491,16 @@ impl CrowdArgs {
             resumers: self.resumers,
             requested_capacity: self.requested_capacity.map(|b| b.0),
             jump_budget: !self.no_jump_budget,
-            codel: self.codel,
-        }
+            discipline: self.bottleneck.queue.discipline,
+            policer: self.bottleneck.policer,
+            schedule: self.bottleneck.schedule()?,
+        })
     }
 }
 
 impl RunArgs {
-    fn scenario(&self) -> Scenario {
-        Scenario {
+    fn scenario(&self) -> Result<Scenario, String> {
+        Ok(Scenario {
             rate: self.rate,
             rtt: self.rtt,
             size: self.sizes.first().unwrap_or(&self.size).0,
@@ -481,7 +510,7 @@ impl RunArgs {
             loss_windows: self.loss_windows.clone(),
             rate2: self.rate2,
             rtt2: self.rtt2,
-            queue: self.queue,
+            queue: self.bottleneck.queue_limit(),
             gap: self.gap,
             seed: self.seed,
             app: self.app,
@@ -491,11 +520,14 @@ impl RunArgs {
             slow_start: self.slow_start,
             early_data: self.early_data,
             competing: self.competing.then(Competing::default),
-            codel: self.codel,
             rtt_once_per_rtt: self.rtt_once_per_rtt,
             jitter: self.jitter,
+            discipline: self.bottleneck.queue.discipline,
+            policer: self.bottleneck.policer,
+            policer2: self.policer2,
+            schedule: self.bottleneck.schedule()?,
             ..Scenario::default()
-        }
+        })
     }
 }
 
@@ -559,7 +591,7 @@ fn failures(runs: &[SweepRun]) -> Result<(), String> {
 fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Run(args) => {
-            let scenario = args.scenario();
+            let scenario = args.scenario()?;
             // Files and plots need complete traces; a report alone does not.
             let full_traces = args.qlog_dir.is_some() || args.plot.is_some();
             // Unless told which, the table sets each later connection in
@@ -607,7 +639,7 @@ fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
         Command::Crowd(args) => {
-            let report = crowd::run(&args.crowd()).map_err(|e| e.to_string())?;
+            let report = crowd::run(&args.crowd()?).map_err(|e| e.to_string())?;
             if args.json {
                 println!("{}", to_json(&report)?);
             } else {
@@ -716,7 +748,7 @@ fn run(command: Command) -> Result<(), String> {
         }
         Command::Sweep(args) => {
             let Some(name) = &args.guard else {
-                let runs = run_sweep(&args.sweep(), args.json)?;
+                let runs = run_sweep(&args.sweep()?, args.json)?;
                 return failures(&runs);
             };
             let guard = sweep::guard(name).ok_or_else(|| {

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use cr_serve::bottleneck::{Policer, Schedule};
 use qlog_cr::Phase;
 use qlog_cr::Trace;
 use serde::Serialize;
@@ -72,11 +73,43 @@ pub struct ScenarioView {
     /// Whether the client sent each later connection's request as early
     /// data (0-RTT), resuming its TLS session.
     pub early_data: bool,
-    /// Whether CoDel dropped at the bottleneck queue's head.
-    pub codel: bool,
+    /// The bottleneck's queue: `droptail`, `codel` or `fq_codel`.
+    pub queue_discipline: &'static str,
+    /// The policer of the first connection's path, if any.
+    pub policer: Option<Policer>,
+    /// The policer of the later connections' path, when it differs.
+    pub policer2: Option<Policer>,
+    /// The link's rate and delay over time, when a schedule set them.
+    pub schedule: Option<Vec<StepView>>,
     /// Whether the server updated its smoothed RTT and rttvar once per
     /// round trip rather than per ACK.
     pub rtt_once_per_rtt: bool,
+}
+
+/// One step of a schedule.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepView {
+    /// When it begins, seconds after each connection's start.
+    pub at_s: f64,
+    /// The rate from then on.
+    pub rate_bps: u64,
+    /// The round-trip propagation delay from then on, seconds.
+    pub rtt_s: f64,
+}
+
+impl StepView {
+    /// The steps of `schedule`.
+    pub fn of(schedule: &Schedule) -> Vec<StepView> {
+        schedule
+            .steps()
+            .iter()
+            .map(|step| StepView {
+                at_s: round_s(step.at.as_secs_f64()),
+                rate_bps: step.rate.bps(),
+                rtt_s: round_s(step.rtt.as_secs_f64()),
+            })
+            .collect()
+    }
 }
 
 impl ScenarioView {
@@ -103,8 +136,11 @@ impl ScenarioView {
             small_packets: scenario.small_packets,
             slow_start: scenario.slow_start.name(),
             early_data: scenario.early_data,
-            codel: scenario.codel,
             rtt_once_per_rtt: scenario.rtt_once_per_rtt,
+            queue_discipline: scenario.discipline.name(),
+            policer: scenario.policer,
+            policer2: scenario.policer2,
+            schedule: scenario.schedule.as_ref().map(StepView::of),
         }
     }
 }

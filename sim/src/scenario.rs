@@ -8,6 +8,7 @@ use crate::units::LossWindow;
 use crate::units::Probability;
 use crate::units::QueueLimit;
 use crate::units::Rate;
+use cr_serve::bottleneck::{Discipline, Policer, Schedule};
 use cr_serve::CongestionControl;
 use cr_serve::Protocol;
 use cr_serve::SlowStart;
@@ -82,9 +83,20 @@ pub struct Scenario {
     /// connection's request as early data (0-RTT), as browsers do, and the
     /// server accepts it.
     pub early_data: bool,
-    /// CoDel (RFC 8289: target 5 ms, interval 100 ms) drops at the
-    /// bottleneck queue's head; its size stays the hard limit.
-    pub codel: bool,
+    /// The bottleneck's queue: drop-tail, CoDel or fq_codel (RFC 8289 and
+    /// 8290 defaults: target 5 ms, interval 100 ms), within `queue`.
+    pub discipline: Discipline,
+    /// A token-bucket policer before the queue, in both directions, on
+    /// every connection.
+    pub policer: Option<Policer>,
+    /// A policer on the second and later connections' path instead (a
+    /// path that changed: a mobile plan throttled after the first).
+    pub policer2: Option<Policer>,
+    /// The rate and round-trip delay over time, counted from each
+    /// connection's start; replaces `rate`, `rtt`, `rate2`, `rtt2` and
+    /// `rate_steps` on the link (`rate` and `rtt` still size the queue in
+    /// BDPs and give the limit).
+    pub schedule: Option<Schedule>,
     /// The server updates its smoothed RTT and rttvar once per round trip
     /// ([`quiche::Config::enable_rtt_once_per_rtt`]) rather than per ACK.
     pub rtt_once_per_rtt: bool,
@@ -115,8 +127,11 @@ impl Default for Scenario {
             small_packets: false,
             slow_start: SlowStart::Search,
             early_data: false,
-            codel: false,
             rtt_once_per_rtt: false,
+            discipline: Discipline::DropTail,
+            policer: None,
+            policer2: None,
+            schedule: None,
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::link::SimTime;
 use crate::rng::Rng;
 use crate::scenario::Scenario;
 use crate::units::Rate;
+use cr_serve::bottleneck::Policer;
 use qlog_cr::Phase;
 
 use crate::world::ConnectionRecord;
@@ -50,21 +51,29 @@ pub struct SessionOutcome {
     pub competing: Option<CompetingThroughput>,
 }
 
-/// The settings of one link direction on a path of `rate` and `rtt`.
-fn link_settings(scenario: &Scenario, rate: Rate, rtt: Duration) -> LinkSettings {
+/// The settings of one link direction on a path of `rate` and `rtt`,
+/// policed by `policer`.
+fn link_settings(
+    scenario: &Scenario,
+    rate: Rate,
+    rtt: Duration,
+    policer: Option<Policer>,
+) -> LinkSettings {
     LinkSettings {
         delay: rtt / 2,
         jitter: scenario.jitter,
         queue_bytes: scenario.queue_bytes(rate, rtt),
         loss: scenario.loss.value(),
         loss_windows: scenario.loss_windows.clone(),
-        codel: scenario.codel,
+        discipline: scenario.discipline,
+        policer,
+        schedule: scenario.schedule.clone(),
     }
 }
 
 /// The world of `scenario`, its links set up for the first connection.
 pub(crate) fn build_world(scenario: &Scenario) -> World {
-    let settings = link_settings(scenario, scenario.rate, scenario.rtt);
+    let settings = link_settings(scenario, scenario.rate, scenario.rtt, scenario.policer);
     let mut to_server = Link::new(
         scenario.rate,
         settings.clone(),
@@ -85,7 +94,13 @@ pub(crate) fn build_world(scenario: &Scenario) -> World {
 /// Changes the path for the second connection, starting now.
 fn switch_path(world: &mut World, scenario: &Scenario) {
     let now = world.now();
-    let settings = link_settings(scenario, scenario.second_rate(), scenario.second_rtt());
+    let policer = scenario.policer2.or(scenario.policer);
+    let settings = link_settings(
+        scenario,
+        scenario.second_rate(),
+        scenario.second_rtt(),
+        policer,
+    );
     for link in world.links() {
         if let Some(rate) = scenario.rate2 {
             link.set_rate_from(now, rate);

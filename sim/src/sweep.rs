@@ -43,6 +43,7 @@ use crate::units::Probability;
 use crate::units::QueueLimit;
 use crate::units::Rate;
 use crate::units::Volume;
+use cr_serve::bottleneck::{Discipline, Policer, Schedule};
 use cr_serve::CongestionControl;
 
 /// Random stream of the sampling design (see [`Rng::new`]), apart from the
@@ -70,8 +71,14 @@ pub struct Grid {
     pub queue: QueueLimit,
     /// Largest random extra one-way delay, on every path.
     pub jitter: Duration,
-    /// CoDel at the bottleneck, on every path (see [`Scenario::codel`]).
-    pub codel: bool,
+    /// The bottleneck's queue, on every path (see
+    /// [`Scenario::discipline`]).
+    pub discipline: Discipline,
+    /// A policer before the queue, on every path.
+    pub policer: Option<Policer>,
+    /// The rate and delay over time, on every path (see
+    /// [`Scenario::schedule`]).
+    pub schedule: Option<Schedule>,
     /// The RTT estimate updated once per round trip, on every path (see
     /// [`Scenario::rtt_once_per_rtt`]).
     pub rtt_once_per_rtt: bool,
@@ -96,8 +103,10 @@ impl Default for Grid {
             ccs: vec![base.cc],
             queue: base.queue,
             jitter: base.jitter,
-            codel: base.codel,
             rtt_once_per_rtt: base.rtt_once_per_rtt,
+            discipline: base.discipline,
+            policer: base.policer,
+            schedule: base.schedule,
             resumed: false,
         }
     }
@@ -211,8 +220,10 @@ impl Grid {
             queue: self.queue,
             seed: point.seed,
             jitter: self.jitter,
-            codel: self.codel,
             rtt_once_per_rtt: self.rtt_once_per_rtt,
+            discipline: self.discipline,
+            policer: self.policer,
+            schedule: self.schedule.clone(),
             resume,
             ..Scenario::default()
         };

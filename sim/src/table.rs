@@ -9,6 +9,7 @@ use crate::report::ConnectionReport;
 use crate::report::Report;
 use crate::report::TokenReport;
 use crate::units::ByteSize;
+use cr_serve::bottleneck::{Discipline, Policer};
 
 /// Left-aligned first column, right-aligned others, two spaces apart.
 pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -140,18 +141,35 @@ pub fn crowd_verdict(report: &CrowdReport) -> String {
     )
 }
 
+/// What a header says of a bottleneck other than a plain drop-tail queue:
+/// the queue's discipline and the policers, if any.
+fn bottleneck(discipline: &str, policer: Option<Policer>, policer2: Option<Policer>) -> String {
+    let mut out = String::new();
+    if discipline != Discipline::DropTail.name() {
+        let _ = write!(out, ", {discipline}");
+    }
+    if let Some(policer) = policer {
+        let _ = write!(out, ", policed at {policer}");
+    }
+    if let Some(policer) = policer2 {
+        let _ = write!(out, ", later connections policed at {policer}");
+    }
+    out
+}
+
 /// The human form of `cr-sim crowd`.
 pub fn crowd(report: &CrowdReport) -> String {
     let c = &report.crowd;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} clients x {} over {} Mbit/s, RTT {} ms, queue {} B, {}, starting within {} ms, seed {}{}",
+        "{} clients x {} over {} Mbit/s, RTT {} ms, queue {} B{}, {}, starting within {} ms, seed {}{}",
         c.clients,
         ByteSize(c.size_bytes),
         c.rate_bps as f64 / 1e6,
         c.rtt_s * 1e3,
         c.queue_bytes,
+        bottleneck(c.queue_discipline, c.policer, None),
         c.cc,
         c.spread_s * 1e3,
         c.seed,
@@ -306,10 +324,16 @@ pub fn session(report: &Report, in_early_data: Option<&Report>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} over {} Mbit/s, RTT {} ms, {} {}, seed {}{}{}",
+        "{} over {} Mbit/s, RTT {} ms{}, {} {}, seed {}{}{}",
         ByteSize(s.size_bytes),
         s.rate_bps as f64 / 1e6,
         s.rtt_s * 1e3,
+        bottleneck(s.queue_discipline, s.policer, s.policer2)
+            + if s.schedule.is_some() {
+                ", rate and delay on a schedule"
+            } else {
+                ""
+            },
         s.cc,
         s.app,
         s.seed,

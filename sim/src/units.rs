@@ -21,7 +21,7 @@ pub enum Volume {
     Bdp(f64),
 }
 
-/// A drop-tail queue limit.
+/// A queue's byte limit.
 pub type QueueLimit = Volume;
 
 impl Volume {

@@ -33,6 +33,7 @@ use crate::error::SimError;
 use crate::link::Fate;
 use crate::link::Link;
 use crate::link::SimTime;
+use crate::link::Ticket;
 use crate::link::MAX_DATAGRAM;
 use crate::packing::DatagramSizes;
 use crate::qlog_capture::Keep;
@@ -71,6 +72,9 @@ enum Happening {
     Arrival,
     /// The sending endpoint's pacer allows its next datagram (no bytes).
     Wake,
+    /// The direction's serialiser falls idle with fq_codel holding
+    /// datagrams: it picks the next (no bytes, no flow).
+    Dequeue,
 }
 
 /// A datagram of one connection of one flow, scheduled at `at`.
@@ -136,26 +140,89 @@ struct Network {
     /// another wake-up for the same moment, each of those queued one more,
     /// and a paced sender (BBR2) drowned the queue in copies.
     wakes: HashMap<(usize, u64, Direction), SimTime>,
+    /// Datagrams waiting in a direction's fq_codel, by ticket.
+    parked: HashMap<(Direction, Ticket), Event>,
+    /// The dequeue queued for each direction.
+    dequeues: HashMap<Direction, SimTime>,
 }
 
 impl Network {
+    fn link(&mut self, direction: Direction) -> &mut Link {
+        match direction {
+            Direction::ToServer => &mut self.to_server,
+            Direction::ToClient => &mut self.to_client,
+        }
+    }
+
     fn schedule(&mut self, mut event: Event) {
         self.seq += 1;
         event.seq = self.seq;
         self.events.push(Reverse(event));
     }
 
-    /// Puts a datagram on the bottleneck now and schedules its arrival.
-    fn enter_link(&mut self, mut event: Event) {
-        let link = match event.direction {
-            Direction::ToServer => &mut self.to_server,
-            Direction::ToClient => &mut self.to_client,
-        };
-        if let Fate::Arrives(at) = link.offer(self.now.sim, event.bytes.len()) {
+    /// Puts a datagram on the bottleneck now and schedules its arrival,
+    /// or parks it while fq_codel holds it.
+    fn enter_link(&mut self, event: Event) {
+        // fq_codel's flows: one per connection.
+        let flow = (event.flow as u64) << 32 | (event.generation & 0xffff_ffff);
+        let (direction, now) = (event.direction, self.now.sim);
+        let fate = self.link(direction).offer(now, flow, event.bytes.len());
+        match fate {
+            Fate::Queued(ticket) => {
+                self.parked.insert((direction, ticket), event);
+                self.queue_dequeue(direction);
+            }
+            fate => self.follow(event, fate),
+        }
+    }
+
+    /// Schedules the arrival of a datagram whose fate the link decided.
+    fn follow(&mut self, mut event: Event, fate: Fate) {
+        if let Fate::Arrives(at) = fate {
             event.at = at;
             event.happening = Happening::Arrival;
             self.schedule(event);
         }
+    }
+
+    /// Lets `direction`'s fq_codel pick what it serialises now, and queues
+    /// its next pick.
+    fn dequeue(&mut self, direction: Direction) {
+        if self.dequeues.get(&direction) == Some(&self.now.sim) {
+            self.dequeues.remove(&direction);
+        }
+        let now = self.now.sim;
+        for (ticket, fate) in self.link(direction).dequeue(now) {
+            if let Some(event) = self.parked.remove(&(direction, ticket)) {
+                self.follow(event, fate);
+            }
+        }
+        self.queue_dequeue(direction);
+    }
+
+    /// Queues `direction`'s next dequeue, unless one is queued by then.
+    fn queue_dequeue(&mut self, direction: Direction) {
+        let Some(at) = self.link(direction).next_dequeue() else {
+            return;
+        };
+        let at = at.max(self.now.sim);
+        if self
+            .dequeues
+            .get(&direction)
+            .is_some_and(|&queued| queued <= at)
+        {
+            return;
+        }
+        self.dequeues.insert(direction, at);
+        self.schedule(Event {
+            at,
+            seq: 0,
+            happening: Happening::Dequeue,
+            flow: 0,
+            generation: 0,
+            direction,
+            bytes: Vec::new(),
+        });
     }
 
     /// Sends what `conn` has to send: datagrams due now enter the link at
@@ -385,6 +452,8 @@ impl World {
                 events: BinaryHeap::new(),
                 seq: 0,
                 wakes: HashMap::new(),
+                parked: HashMap::new(),
+                dequeues: HashMap::new(),
             },
             servers: Vec::new(),
             flows: Vec::new(),
@@ -751,11 +820,13 @@ impl World {
     }
 
     fn handle(&mut self, event: Event) -> Result<(), SimError> {
-        let current = self
-            .flows
-            .get(event.flow)
-            .and_then(|f| f.pair.as_ref())
-            .is_some_and(|p| p.generation == event.generation);
+        // A dequeue serves whichever connections' datagrams wait.
+        let current = matches!(event.happening, Happening::Dequeue)
+            || self
+                .flows
+                .get(event.flow)
+                .and_then(|f| f.pair.as_ref())
+                .is_some_and(|p| p.generation == event.generation);
         if !current {
             return Ok(());
         }
@@ -768,6 +839,10 @@ impl World {
                 Direction::ToServer => self.deliver_to_server(event.flow, event.bytes),
                 Direction::ToClient => self.deliver_to_client(event.flow, event.bytes),
             },
+            Happening::Dequeue => {
+                self.network.dequeue(event.direction);
+                Ok(())
+            }
             Happening::Wake => {
                 let sender = (event.flow, event.generation, event.direction);
                 if self.network.wakes.get(&sender) == Some(&event.at) {

@@ -4,17 +4,22 @@
 //! drops on the relay's own sockets apart) and its flows.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use cr_apps::relay::{LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT};
+use cr_apps::relay::{
+    Bottleneck, LinkConfig, Relay, RelayHandle, RelayOptions, DEFAULT_FLOW_IDLE_TIMEOUT,
+};
 use cr_apps::AppError;
+use cr_serve::bottleneck::{Policer, QueueSpec, Schedule};
 use cr_serve::units::{parse_duration, ByteSize, Probability, Rate};
 
 /// Forward UDP between clients and a server through an emulated path: a
-/// bottleneck rate, a drop-tail queue, a propagation delay and random
-/// loss, per direction.
+/// bottleneck rate, a queue (drop-tail, CoDel or fq_codel), a propagation
+/// delay and random loss, per direction, optionally a policer and a
+/// schedule of rate and delay changes.
 #[derive(Parser, Debug)]
 #[command(name = "cr-relay", version)]
 struct Args {
@@ -36,10 +41,22 @@ struct Args {
     /// Round-trip propagation delay, split evenly between the directions.
     #[arg(long, value_parser = parse_duration, default_value = "300ms")]
     rtt: Duration,
-    /// Queue of each direction in bytes (default: one bandwidth-delay
-    /// product of that direction, at least 64 KiB).
+    /// Queue of each direction: droptail, codel or fq_codel (RFC 8289 and
+    /// 8290: target 5 ms, interval 100 ms; a flow per client), a limit in
+    /// bytes, or both (codel:256KiB) [default: drop-tail, one
+    /// bandwidth-delay product of that direction, at least 64 KiB].
+    #[arg(long, default_value = "droptail")]
+    queue: QueueSpec<ByteSize>,
+    /// A token-bucket policer before the queue of each direction,
+    /// RATE,BURST (e.g. 25mbit,64KiB): a datagram finding too few tokens
+    /// is dropped.
     #[arg(long)]
-    queue: Option<ByteSize>,
+    policer: Option<Policer>,
+    /// A file of `time rate delay` rows (docs/simulator.md): both
+    /// directions' rate and round-trip delay from each row's time after the
+    /// relay starts, instead of --rate and --rtt.
+    #[arg(long)]
+    schedule: Option<PathBuf>,
     /// Random loss of both directions (e.g. 1%).
     #[arg(long, default_value = "0")]
     loss: Probability,
@@ -83,16 +100,22 @@ fn link(rate: Rate, rtt: Duration, queue: Option<ByteSize>, loss: Probability) -
 }
 
 fn run(args: Args) -> Result<(), AppError> {
+    let schedule = args
+        .schedule
+        .as_deref()
+        .map(Schedule::read)
+        .transpose()
+        .map_err(AppError::Invalid)?;
     let up = link(
         args.rate_up.unwrap_or(args.rate),
         args.rtt,
-        args.queue,
+        args.queue.limit,
         args.loss_up.unwrap_or(args.loss),
     );
     let down = link(
         args.rate_down.unwrap_or(args.rate),
         args.rtt,
-        args.queue,
+        args.queue.limit,
         args.loss_down.unwrap_or(args.loss),
     );
     let relay = Relay::bind(RelayOptions {
@@ -100,20 +123,30 @@ fn run(args: Args) -> Result<(), AppError> {
         server: args.server,
         up,
         down,
+        bottleneck: Bottleneck {
+            discipline: args.queue.discipline,
+            policer: args.policer,
+            schedule,
+        },
         seed: args.seed,
         flow_idle_timeout: args.flow_idle_timeout.unwrap_or(DEFAULT_FLOW_IDLE_TIMEOUT),
     })?;
     let buffers = relay.buffers();
     eprintln!(
-        "cr-relay: {} -> {}; up {} bit/s, down {} bit/s, rtt {:?}, queues {}/{} B, loss {}/{}; \
-         socket buffers {}/{} B (receive/send)",
+        "cr-relay: {} -> {}; up {} bit/s, down {} bit/s, rtt {:?}, {} queues {}/{} B, \
+         policer {}, schedule {}, loss {}/{}; socket buffers {}/{} B (receive/send)",
         relay.local_addr(),
         args.server,
         up.rate_bps,
         down.rate_bps,
         args.rtt,
+        args.queue.discipline,
         up.queue_bytes,
         down.queue_bytes,
+        args.policer.map_or("none".to_string(), |p| p.to_string()),
+        args.schedule
+            .as_deref()
+            .map_or("none".to_string(), |p| p.display().to_string()),
         up.loss,
         down.loss,
         buffers.receive,

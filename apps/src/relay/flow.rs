@@ -166,6 +166,7 @@ impl Returning {
                 self.last_seen.touch();
                 self.context.down.send(
                     Instant::now(),
+                    self.client,
                     &buf[..len],
                     &self.context.back,
                     self.client,

@@ -27,7 +27,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 pub use flow::FlowInfo;
-pub use link::{Link, LinkConfig, LinkStats, LossRng};
+pub use link::{Bottleneck, Link, LinkConfig, LinkStats, LossRng};
 pub use stats::RelayStats;
 
 use crate::error::AppError;
@@ -49,7 +49,7 @@ pub const MAX_FLOWS: usize = 256;
 pub const DEFAULT_FLOW_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a relay needs.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RelayOptions {
     /// Where clients send.
     pub listen: SocketAddr,
@@ -59,6 +59,8 @@ pub struct RelayOptions {
     pub up: LinkConfig,
     /// Server to client.
     pub down: LinkConfig,
+    /// The queue discipline, policer and schedule of both directions.
+    pub bottleneck: Bottleneck,
     /// Seed of the random losses.
     pub seed: u64,
     /// A flow that carried no datagram either way for this long is closed
@@ -67,8 +69,8 @@ pub struct RelayOptions {
 }
 
 impl RelayOptions {
-    /// A relay from `listen` to `server` with the same `link` both ways,
-    /// losses seeded with 1 and flows closed after
+    /// A relay from `listen` to `server` with the same `link` both ways, a
+    /// drop-tail queue, no policer or schedule, losses seeded with 1 and flows closed after
     /// [`DEFAULT_FLOW_IDLE_TIMEOUT`].
     pub fn symmetric(listen: SocketAddr, server: SocketAddr, link: LinkConfig) -> RelayOptions {
         RelayOptions {
@@ -76,6 +78,7 @@ impl RelayOptions {
             server,
             up: link,
             down: link,
+            bottleneck: Bottleneck::default(),
             seed: 1,
             flow_idle_timeout: DEFAULT_FLOW_IDLE_TIMEOUT,
         }
@@ -125,9 +128,13 @@ impl Relay {
             .local_addr()
             .map_err(|e| AppError::io("reading the bound address", e))?;
         Ok(Relay {
-            up: Arc::new(Link::new(options.up, options.seed)),
+            up: Arc::new(Link::new(options.up, &options.bottleneck, options.seed)),
             // A different stream of losses for the other direction.
-            down: Arc::new(Link::new(options.down, options.seed ^ 0x5eed_d0e5)),
+            down: Arc::new(Link::new(
+                options.down,
+                &options.bottleneck,
+                options.seed ^ 0x5eed_d0e5,
+            )),
             options,
             socket: Arc::new(socket),
             local,
@@ -211,8 +218,13 @@ impl Relay {
         flow.touch();
         let upstream = Arc::clone(flow.upstream());
         drop(flows);
-        self.up
-            .send(Instant::now(), datagram, &upstream, self.options.server);
+        self.up.send(
+            Instant::now(),
+            client,
+            datagram,
+            &upstream,
+            self.options.server,
+        );
         Ok(())
     }
 

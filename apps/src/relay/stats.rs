@@ -43,8 +43,9 @@ impl fmt::Display for RelayStats {
         ] {
             write!(
                 f,
-                "{name} {} forwarded, {} queue drops, {} random drops, {} send errors, ",
-                link.forwarded, link.queue_drops, link.random_drops, link.send_errors
+                "{name} {} forwarded, {} queue drops, {} policed, {} random drops, \
+                 {} send errors, ",
+                link.forwarded, link.queue_drops, link.policed, link.random_drops, link.send_errors
             )?;
             match kernel {
                 Some(drops) => write!(f, "{drops} kernel drops; ")?,
@@ -161,8 +162,8 @@ mod tests {
         };
         assert_eq!(
             stats.to_string(),
-            "up 10 forwarded, 0 queue drops, 0 random drops, 0 send errors, 0 kernel drops; \
-             down 0 forwarded, 0 queue drops, 0 random drops, 0 send errors, unknown kernel drops; \
+            "up 10 forwarded, 0 queue drops, 0 policed, 0 random drops, 0 send errors, 0 kernel drops; \
+             down 0 forwarded, 0 queue drops, 0 policed, 0 random drops, 0 send errors, unknown kernel drops; \
              flows 1 open, 0 expired"
         );
     }
