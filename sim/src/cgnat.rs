@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use cr_endpoint::ex_token::AddressPrefixes;
 use cr_endpoint::Refusal;
+use cr_serve::bottleneck::{Discipline, Policer};
 use cr_serve::CongestionControl;
 use cr_serve::Protocol;
 use serde::Serialize;
@@ -65,8 +66,13 @@ pub struct Cgnat {
     pub size: u64,
     /// The server's congestion controller.
     pub cc: CongestionControl,
-    /// Drop-tail queue per direction.
+    /// The queue's limit per direction.
     pub queue: QueueLimit,
+    /// The bottleneck's queue: drop-tail, CoDel or fq_codel (see
+    /// [`Scenario::discipline`]).
+    pub discipline: Discipline,
+    /// A token-bucket policer before the queue, in both directions.
+    pub policer: Option<Policer>,
     /// Seed of the link and of the schedule.
     pub seed: u64,
     /// The application.
@@ -86,6 +92,8 @@ impl Default for Cgnat {
             size: 1 << 20,
             cc: CongestionControl::Cubic,
             queue: QueueLimit::Bdp(1.0),
+            discipline: Discipline::DropTail,
+            policer: None,
             seed: 1,
             app: Protocol::H3,
         }
@@ -109,6 +117,8 @@ impl Cgnat {
             size: self.size,
             cc: self.cc,
             queue: self.queue,
+            discipline: self.discipline,
+            policer: self.policer,
             seed: self.seed,
             app: self.app,
             resume,

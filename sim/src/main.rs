@@ -242,10 +242,15 @@ struct BottleneckArgs {
     schedule: Option<PathBuf>,
 }
 
+/// A queue's limit: as given, or one bandwidth-delay product.
+fn queue_limit(queue: &QueueSpec<QueueLimit>) -> QueueLimit {
+    queue.limit.unwrap_or(QueueLimit::Bdp(1.0))
+}
+
 impl BottleneckArgs {
     /// The queue's limit: as given, or one bandwidth-delay product.
     fn queue_limit(&self) -> QueueLimit {
-        self.queue.limit.unwrap_or(QueueLimit::Bdp(1.0))
+        queue_limit(&self.queue)
     }
 
     /// The schedule the file describes, if one was given.
@@ -442,9 +447,15 @@ struct CgnatArgs {
     /// The server's congestion controller.
     #[arg(long, value_enum, default_value = "cubic")]
     cc: CongestionControl,
-    /// Drop-tail queue per direction.
-    #[arg(long, default_value = "1xBDP")]
-    queue: QueueLimit,
+    /// The queue per direction: droptail, codel or fq_codel, a limit in
+    /// bytes (64KiB) or BDPs (2xBDP), or both (codel:2xBDP); drop-tail and
+    /// 1xBDP unless given.
+    #[arg(long, default_value = "droptail")]
+    queue: QueueSpec<QueueLimit>,
+    /// A token-bucket policer before the queue, RATE,BURST (e.g.
+    /// 25mbit,64KiB).
+    #[arg(long)]
+    policer: Option<Policer>,
     /// Seed of the link and of the schedule.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -466,7 +477,9 @@ impl CgnatArgs {
             rtt: self.rtt,
             size: self.size.0,
             cc: self.cc,
-            queue: self.queue,
+            queue: queue_limit(&self.queue),
+            discipline: self.queue.discipline,
+            policer: self.policer,
             seed: self.seed,
             app: self.app,
         }
