@@ -75,6 +75,7 @@ fn start_server() -> ServerHandle {
         max_jump: None,
         idle_timeout: Duration::from_secs(10),
         small_packets: false,
+        rtt_once_per_rtt: false,
         early_data: true,
         jump_budget: Some(Default::default()),
     })

@@ -57,6 +57,11 @@ struct Args {
     /// for a full packet while an ACK is due).
     #[arg(long)]
     small_packets: bool,
+    /// Update the smoothed RTT and its variation once per round trip, from
+    /// the mean and spread of its samples, instead of per ACK (off: per
+    /// ACK, as RFC 9002's pseudo-code and quiche do).
+    #[arg(long)]
+    rtt_once_per_rtt: bool,
     /// Refuse early data (0-RTT): clients resuming a TLS session send their
     /// request after the handshake. By default a request in early data is
     /// answered at once when the guard records its first flight as new
@@ -167,6 +172,7 @@ fn run(args: Args) -> Result<(), AppError> {
         }),
         idle_timeout: args.idle_timeout,
         small_packets: args.small_packets,
+        rtt_once_per_rtt: args.rtt_once_per_rtt,
         early_data: !args.no_early_data,
     })?;
     server.set_server_id(args.server_id);

@@ -100,6 +100,10 @@ pub struct ServerOptions {
     /// one ([`quiche::Config::enable_silly_window_avoidance`]); for
     /// comparisons.
     pub small_packets: bool,
+    /// Update the smoothed RTT and its variation once per round trip
+    /// instead of per ACK ([`quiche::Config::enable_rtt_once_per_rtt`]);
+    /// off, quiche's behaviour, unless an operator measures a gain.
+    pub rtt_once_per_rtt: bool,
     /// Whether clients resuming a TLS session may send their request as
     /// early data (0-RTT), answered once the guard has recorded the first
     /// flight as new ([`cr_endpoint::ResumeConfig::early_data`]).
@@ -198,6 +202,7 @@ fn quiche_config(options: &ServerOptions) -> Result<quiche::Config, AppError> {
     config.set_cc_algorithm(options.cc.algorithm());
     options.slow_start.apply(&mut config);
     config.enable_silly_window_avoidance(!options.small_packets);
+    config.enable_rtt_once_per_rtt(options.rtt_once_per_rtt);
     // The outbox holds each datagram until its `SendInfo.at` (net.rs).
     config.set_application_paces(true);
     config.set_early_data_context(cr_serve::EARLY_DATA_CONTEXT);

@@ -38,6 +38,7 @@ pub fn server_options() -> ServerOptions {
         max_jump: None,
         idle_timeout: Duration::from_secs(5),
         small_packets: false,
+        rtt_once_per_rtt: false,
         early_data: true,
         jump_budget: Some(Default::default()),
     }
