@@ -210,7 +210,10 @@ check() {
 upstream_test() {
     materialise
     # Upstream's suite, with the features our patches touch enabled so they are compiled and tested.
-    (cd "$patched" && CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" \
+    # In a target dir of its own: quiche/patched is a workspace of its own, with its own profiles,
+    # and its builds of our path crates (careful-resume) overwrote the workspace's, so the next
+    # workspace build found two different careful_resume (and bytes) crates.
+    (cd "$patched" && CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}/quiche-test" \
         cargo test --features "qlog internal virtual-clock" -- --test-threads=2)
 }
 
