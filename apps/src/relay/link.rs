@@ -396,15 +396,21 @@ mod tests {
         assert_eq!(config(0, 0.0).bytes_in(Duration::from_millis(3)), 3000);
     }
 
-    #[test]
-    fn a_full_queue_drops_the_tail() {
-        let link = Link::new(config(2500, 0.0), &Bottleneck::default(), 1);
+    /// Offers four 1,000-byte datagrams at one instant, addressed to a
+    /// loopback socket of their own.
+    fn send_four_at_once(link: &Link) {
         let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").expect("bind"));
         let to = socket.local_addr().expect("addr");
         let now = Instant::now();
         for _ in 0..4 {
             link.send(now, to, &[0; 1000], &socket, to);
         }
+    }
+
+    #[test]
+    fn a_full_queue_drops_the_tail() {
+        let link = Link::new(config(2500, 0.0), &Bottleneck::default(), 1);
+        send_four_at_once(&link);
         let stats = link.stats();
         assert_eq!((stats.queue_drops, stats.random_drops), (2, 0));
     }
@@ -441,12 +447,7 @@ mod tests {
             ..Bottleneck::default()
         };
         let link = Link::new(config(1_000_000, 0.0), &bottleneck, 1);
-        let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").expect("bind"));
-        let to = socket.local_addr().expect("addr");
-        let now = Instant::now();
-        for _ in 0..4 {
-            link.send(now, to, &[0; 1000], &socket, to);
-        }
+        send_four_at_once(&link);
         let stats = link.stats();
         assert_eq!((stats.policed, stats.queue_drops), (2, 0));
     }
