@@ -30,6 +30,15 @@
 //!   RTT change). So a short connection hands the set on, and the saved
 //!   capacity only grows over successive connections of an uncongested
 //!   path.
+//! - A path can lose capacity without a loss: a rate drop or a policer
+//!   behind a queue deep enough to absorb the jump. So the floor also
+//!   falls when the connection had every chance to show it and did not:
+//!   while at least half the floor (what the jump put in flight) is in
+//!   flight, each span of two min RTTs is judged by the best delivery rate
+//!   in it; if that carries less than three quarters of the jump per min
+//!   RTT, the packets in flight stood in a queue (a round trip a third
+//!   longer than the minimum at least), so the path, not the sender,
+//!   limited the rate, and the path no longer carries the set.
 //! - Nothing below 4 x IW is saved: it would not be worth a jump.
 //!
 //! Measured in cr-sim: see the table in the README's simulator section.
@@ -62,6 +71,18 @@ use crate::rate::bytes_in;
 
 /// An emission needs the estimate to have grown by this fraction (1/4).
 const GROWTH_DIVISOR: usize = 4;
+
+/// The floor falls when a span of [`FloorTest`] delivers less than this
+/// share of the jump (half the floor) per min RTT: 3/4, well below what a
+/// path that still carries the set delivers (the whole jump, or half the
+/// floor after a Reno halving), well above what a path that lost most of
+/// its capacity does.
+const FLOOR_SHORTFALL: (usize, usize) = (3, 4);
+
+/// Round trips (min RTT) a span of [`FloorTest`] lasts: a delivery-rate
+/// sample measures packets sent a round trip before it, so the second
+/// round trip of a span measures only packets sent within it.
+const FLOOR_SPAN_RTTS: u32 = 2;
 
 /// Observer configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +160,21 @@ pub struct Observer {
     /// Whether the sender was application-limited after the last ACK: the
     /// change to it marks the end of a burst.
     app_limited: bool,
+    floor_test: FloorTest,
+}
+
+/// Whether the path still carries the floor, judged span by span while the
+/// sender keeps at least half of it (a jump's worth) in flight: the best
+/// delivery rate of the span, times the min RTT. Whether the sender has
+/// more to send does not matter: a span that delivers less than its flight
+/// per round trip shows a queue, the path's limit, either way.
+#[derive(Clone, Copy, Debug, Default)]
+struct FloorTest {
+    /// When the current span began; `None` while the sender does not hold
+    /// a jump's worth in flight.
+    since: Option<Instant>,
+    /// The best delivery rate sampled in the span, bytes per second.
+    best_rate: u64,
 }
 
 impl Observer {
@@ -153,6 +189,7 @@ impl Observer {
             floor_claim_pending: false,
             last: None,
             app_limited: false,
+            floor_test: FloorTest::default(),
         }
     }
 
@@ -201,6 +238,10 @@ impl Observer {
     pub fn on_sample(&mut self, sample: &CapacitySample) -> Option<Observation> {
         let min_rtt = self.min_rtt.update(sample.rtt, sample.now);
         self.max_delivery_rate = self.max_delivery_rate.max(sample.delivery_rate);
+        if self.floor_test.since.is_some() {
+            let best = &mut self.floor_test.best_rate;
+            *best = (*best).max(sample.delivery_rate);
+        }
         self.ack_train
             .on_ack(sample.acked_bytes, min_rtt, sample.now);
         if self.last.is_none() {
@@ -240,6 +281,7 @@ impl Observer {
         let ran_out = app_limited && !self.app_limited;
         let drained = app_limited && bytes_in_flight == 0;
         self.app_limited = app_limited;
+        self.test_floor(bytes_in_flight, now);
         if !(ran_out || drained) {
             return None;
         }
@@ -294,6 +336,32 @@ impl Observer {
         {
             self.last = None;
         }
+    }
+
+    /// Judges the floor's span that ends `now`, if one does (see
+    /// [`FloorTest`]); a span that fell short counts as congestion.
+    fn test_floor(&mut self, bytes_in_flight: usize, now: Instant) {
+        let (Some(floor), Some(min_rtt)) = (self.floor(), self.min_rtt.get()) else {
+            return;
+        };
+        let jump = floor / 2;
+        if bytes_in_flight < jump {
+            self.floor_test = FloorTest::default();
+            return;
+        }
+        let since = *self.floor_test.since.get_or_insert(now);
+        if now.saturating_duration_since(since) < min_rtt.saturating_mul(FLOOR_SPAN_RTTS) {
+            return;
+        }
+        let carried = bytes_in(self.floor_test.best_rate, min_rtt);
+        let (num, den) = FLOOR_SHORTFALL;
+        if carried.saturating_mul(den) < jump.saturating_mul(num) {
+            self.on_congestion();
+        }
+        self.floor_test = FloorTest {
+            since: Some(now),
+            best_rate: 0,
+        };
     }
 
     /// The last observation emitted.

@@ -59,6 +59,27 @@ impl Feed {
     fn burst_end(&mut self, ms: u64) -> Option<Observation> {
         self.observer.on_sender_state(true, 0, self.at(ms))
     }
+
+    /// Every 10 ms from `from_ms` to `to_ms`: a delivery rate of
+    /// `bytes_per_100ms` at a min RTT of 100 ms, then `in_flight` bytes in
+    /// flight with more to send. Returns what was emitted.
+    fn sending(
+        &mut self,
+        from_ms: u64,
+        to_ms: u64,
+        bytes_per_100ms: u64,
+        in_flight: usize,
+    ) -> Vec<Observation> {
+        (from_ms..=to_ms)
+            .step_by(10)
+            .flat_map(|ms| {
+                let sampled = self.sample(ms, bytes_per_100ms, 100);
+                let state = self.observer.on_sender_state(false, in_flight, self.at(ms));
+                [sampled, state]
+            })
+            .flatten()
+            .collect()
+    }
 }
 
 fn saved(cwnd: usize, rtt_ms: u32, at: Instant) -> Option<Observation> {
@@ -366,4 +387,51 @@ fn saves_the_min_rtt_of_the_window() {
         feed.sample(20, 100_000, 130),
         saved(100_000, 100, feed.at(20))
     );
+}
+
+/// A resumed connection that holds its jump (half the floor) in flight for
+/// two min RTTs and is delivered less than three quarters of it per min
+/// RTT met a path that lost capacity since the set was saved (a rate drop
+/// behind a queue deep enough to absorb the jump, without a loss): the set
+/// it started from is withdrawn and what it measured goes out.
+#[test]
+fn a_path_that_no_longer_carries_the_jump_drops_the_floor() {
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    assert_eq!(
+        feed.sample(0, 360_000, 100),
+        handed_on(1_000_000, 100, feed.at(0))
+    );
+    // 360 kB per 100 ms is just under 3/4 of the 500 kB jump: nothing until
+    // the span of two min RTTs that began at 10 ms ends...
+    assert_eq!(feed.sending(10, 200, 360_000, 600_000), vec![]);
+    // ...at 210 ms, which withdraws the set; the next sample replaces it.
+    assert_eq!(feed.sending(210, 210, 360_000, 600_000), vec![]);
+    assert_eq!(
+        feed.sample(220, 360_000, 100),
+        saved(360_000, 100, feed.at(220))
+    );
+}
+
+/// The same path delivering three quarters of the jump per min RTT (what
+/// Reno's halved window after a loss still does) still carries the set.
+#[test]
+fn a_path_that_carries_the_jump_keeps_the_floor() {
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    feed.sample(0, 375_000, 100).unwrap();
+    assert_eq!(feed.sending(10, 1_000, 375_000, 600_000), vec![]);
+    assert_eq!(feed.burst_end(1_100), None);
+}
+
+/// With less than the jump in flight the path had no chance to show the
+/// set, however little it delivered: the floor stands.
+#[test]
+fn the_floor_is_judged_only_with_a_jump_in_flight() {
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    feed.sample(0, 100_000, 100).unwrap();
+    assert_eq!(feed.sending(10, 1_000, 100_000, 499_999), vec![]);
+    // A span is judged only once the flight held a jump all along.
+    assert_eq!(feed.sending(1_010, 1_100, 100_000, 500_000), vec![]);
+    assert_eq!(feed.sending(1_110, 1_110, 100_000, 400_000), vec![]);
+    assert_eq!(feed.sending(1_120, 1_300, 100_000, 500_000), vec![]);
+    assert_eq!(feed.burst_end(1_400), None);
 }

@@ -63,6 +63,7 @@
 //!     "policer": null | {"rate": u64, "burst": u64}, // bits/s, bytes
 //!     "policer2": null | {"rate": u64, "burst": u64}, // the later connections' path
 //!     "schedule": null | [{"at_s": f64, "rate_bps": u64, "rtt_s": f64}],
+//!     "schedule2": null | [...],   // the later connections' schedule
 //!     "rtt_once_per_rtt": bool   // the server's RTT estimate once per round trip
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path
@@ -201,6 +202,7 @@
 //! }
 //! ```
 
+pub mod bottlenecks;
 pub mod cgnat;
 pub mod clock;
 pub mod crowd;

@@ -4,6 +4,7 @@
 //! cr-sim run --rate 10mbit --rtt 800ms --size 1MiB [--cc cubic|reno|bbr2] [--loss P]
 //!            [--loss-window FROM..TO:P] [--rate2 R] [--rtt2 T] [--queue [KIND:]SIZE|KIND]
 //!            [--policer RATE,BURST] [--policer2 RATE,BURST] [--schedule FILE]
+//!            [--schedule2 FILE]
 //!            [--gap T] [--seed N] [--app h3|hq] [--no-resume] [--competing]
 //!            [--early-data | --no-early-data]
 //!            [--qlog-dir DIR] [--plot FILE.svg] [--json] [--server-log]
@@ -157,6 +158,11 @@ struct RunArgs {
     /// RATE,BURST (a path that changed).
     #[arg(long)]
     policer2: Option<Policer>,
+    /// A schedule FILE on the second and later connections' path instead
+    /// (the first connection saves the steady path's capacity; the path
+    /// then changes while a later one resumes).
+    #[arg(long)]
+    schedule2: Option<PathBuf>,
     #[command(flatten)]
     bottleneck: BottleneckArgs,
     /// Time from the end of the first download to the second connection.
@@ -539,6 +545,7 @@ impl RunArgs {
             policer: self.bottleneck.policer,
             policer2: self.policer2,
             schedule: self.bottleneck.schedule()?,
+            schedule2: self.schedule2.as_deref().map(Schedule::read).transpose()?,
             ..Scenario::default()
         })
     }
@@ -685,6 +692,8 @@ fn run(command: Command) -> Result<(), String> {
             let mut blocks = cr_sim::results::blocks(&results, &crowds);
             blocks.push(cr_sim::results::budget_block(&crowds, &without_budget));
             blocks.push(cr_sim::results::first_connections_block(&first));
+            let bottlenecks = cr_sim::bottlenecks::run(&cr_sim::bottlenecks::cases());
+            blocks.push(cr_sim::results::bottlenecks_block(&bottlenecks));
             for file in files {
                 let doc = std::fs::read_to_string(&file)
                     .map_err(|e| format!("reading {}: {e}", file.display()))?;

@@ -81,6 +81,8 @@ pub struct ScenarioView {
     pub policer2: Option<Policer>,
     /// The link's rate and delay over time, when a schedule set them.
     pub schedule: Option<Vec<StepView>>,
+    /// The later connections' schedule, when it differs.
+    pub schedule2: Option<Vec<StepView>>,
     /// Whether the server updated its smoothed RTT and rttvar once per
     /// round trip rather than per ACK.
     pub rtt_once_per_rtt: bool,
@@ -141,6 +143,7 @@ impl ScenarioView {
             policer: scenario.policer,
             policer2: scenario.policer2,
             schedule: scenario.schedule.as_ref().map(StepView::of),
+            schedule2: scenario.schedule2.as_ref().map(StepView::of),
         }
     }
 }

@@ -13,9 +13,11 @@
 //!
 //! (each marker a line of its own); the lines between are replaced whole.
 //! The blocks are `headline`, `suite`, `packing`, `crowds`,
-//! `crowds-competing` ([`blocks`]), `crowds-budget` ([`budget_block`]) and
-//! `first-connections` ([`first_connections_block`]).
+//! `crowds-competing` ([`blocks`]), `crowds-budget` ([`budget_block`]),
+//! `first-connections` ([`first_connections_block`]) and `bottlenecks`
+//! ([`bottlenecks_block`]).
 
+use crate::bottlenecks::{self, BottleneckResult};
 use crate::first_connections::{self, SweepRow};
 use crate::suite::{self, CaseResult, CrowdResult};
 use crate::table;
@@ -86,6 +88,11 @@ pub fn budget_block(with: &[CrowdResult], without: &[CrowdResult]) -> (&'static 
         }
     }
     ("crowds-budget", out.trim_end().to_string())
+}
+
+/// The block of the bottleneck cases (`bottlenecks`).
+pub fn bottlenecks_block(results: &[BottleneckResult]) -> (&'static str, String) {
+    ("bottlenecks", fenced(&bottlenecks::render(results)))
 }
 
 /// The block of the first-connection sweep (`first-connections`).

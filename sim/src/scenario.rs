@@ -97,6 +97,11 @@ pub struct Scenario {
     /// `rate_steps` on the link (`rate` and `rtt` still size the queue in
     /// BDPs and give the limit).
     pub schedule: Option<Schedule>,
+    /// A schedule on the second and later connections' path instead,
+    /// counted from each of their starts: a path that changes while a
+    /// resumed connection jumps (a rate drop, a LEO reconfiguration), after
+    /// a first connection on the steady path saved its capacity.
+    pub schedule2: Option<Schedule>,
     /// The server updates its smoothed RTT and rttvar once per round trip
     /// ([`quiche::Config::enable_rtt_once_per_rtt`]) rather than per ACK.
     pub rtt_once_per_rtt: bool,
@@ -132,6 +137,7 @@ impl Default for Scenario {
             policer: None,
             policer2: None,
             schedule: None,
+            schedule2: None,
         }
     }
 }

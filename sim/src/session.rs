@@ -14,6 +14,7 @@ use crate::rng::Rng;
 use crate::scenario::Scenario;
 use crate::units::Rate;
 use cr_serve::bottleneck::Policer;
+use cr_serve::bottleneck::Schedule;
 use qlog_cr::Phase;
 
 use crate::world::ConnectionRecord;
@@ -52,12 +53,13 @@ pub struct SessionOutcome {
 }
 
 /// The settings of one link direction on a path of `rate` and `rtt`,
-/// policed by `policer`.
+/// policed by `policer`, its rate and delay following `schedule`.
 fn link_settings(
     scenario: &Scenario,
     rate: Rate,
     rtt: Duration,
     policer: Option<Policer>,
+    schedule: Option<&Schedule>,
 ) -> LinkSettings {
     LinkSettings {
         delay: rtt / 2,
@@ -67,13 +69,19 @@ fn link_settings(
         loss_windows: scenario.loss_windows.clone(),
         discipline: scenario.discipline,
         policer,
-        schedule: scenario.schedule.clone(),
+        schedule: schedule.cloned(),
     }
 }
 
 /// The world of `scenario`, its links set up for the first connection.
 pub(crate) fn build_world(scenario: &Scenario) -> World {
-    let settings = link_settings(scenario, scenario.rate, scenario.rtt, scenario.policer);
+    let settings = link_settings(
+        scenario,
+        scenario.rate,
+        scenario.rtt,
+        scenario.policer,
+        scenario.schedule.as_ref(),
+    );
     let mut to_server = Link::new(
         scenario.rate,
         settings.clone(),
@@ -95,11 +103,13 @@ pub(crate) fn build_world(scenario: &Scenario) -> World {
 fn switch_path(world: &mut World, scenario: &Scenario) {
     let now = world.now();
     let policer = scenario.policer2.or(scenario.policer);
+    let schedule = scenario.schedule2.as_ref().or(scenario.schedule.as_ref());
     let settings = link_settings(
         scenario,
         scenario.second_rate(),
         scenario.second_rtt(),
         policer,
+        schedule,
     );
     for link in world.links() {
         if let Some(rate) = scenario.rate2 {

@@ -329,10 +329,10 @@ pub fn session(report: &Report, in_early_data: Option<&Report>) -> String {
         s.rate_bps as f64 / 1e6,
         s.rtt_s * 1e3,
         bottleneck(s.queue_discipline, s.policer, s.policer2)
-            + if s.schedule.is_some() {
-                ", rate and delay on a schedule"
-            } else {
-                ""
+            + match (&s.schedule, &s.schedule2) {
+                (_, Some(_)) => ", later connections' rate and delay on a schedule",
+                (Some(_), None) => ", rate and delay on a schedule",
+                (None, None) => "",
             },
         s.cc,
         s.app,

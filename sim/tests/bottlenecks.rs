@@ -1,77 +1,51 @@
 //! Careful Resume behind the bottlenecks users meet besides a drop-tail
-//! queue: fq_codel, a token-bucket policer, and links whose rate and delay
-//! follow a schedule (`cr_serve::bottleneck`). Each test states the target,
-//! what was measured, and guards what holds; a target that misses is
-//! guarded at its measured figure, with the reason.
+//! queue: fq_codel, a token-bucket policer, links whose rate and delay
+//! follow a schedule, and paths that change while a resumed connection
+//! jumps (`cr_sim::bottlenecks`, whose table docs/results.md quotes). Each
+//! test states the target, what was measured, and guards what holds; a
+//! target that misses is guarded at its measured figure, with the reason.
 //!
 //! Simulations are slow unoptimised, so these run in release builds only
-//! (`make sim-guards`); about 5 s of wall time on two cores.
+//! (`make sim-guards`); about 40 s of wall time on two cores.
 #![cfg(not(debug_assertions))]
 
-use std::time::Duration;
+use std::sync::OnceLock;
 
-use cr_serve::bottleneck::{Discipline, Policer, Schedule};
-use cr_serve::CongestionControl;
+use cr_serve::bottleneck::Discipline;
+use cr_sim::bottlenecks::{self, BottleneckResult};
 use cr_sim::crowd::{self, Crowd};
-use cr_sim::parallel::run_parallel;
-use cr_sim::units::Rate;
-use cr_sim::Report;
-use cr_sim::Scenario;
+use cr_sim::report::ConnectionReport;
 
-const CONTROLLERS: [CongestionControl; 3] = [
-    CongestionControl::Cubic,
-    CongestionControl::Reno,
-    CongestionControl::Bbr2,
-];
-
-/// The resumed session of `scenario` and its baseline, for each scenario,
-/// on the available cores.
-fn resumed_and_baseline(scenarios: Vec<Scenario>) -> Vec<(Scenario, Report, Report)> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs: Vec<Scenario> = scenarios
-        .iter()
-        .flat_map(|s| [s.clone(), s.baseline()])
-        .collect();
-    let reports = run_parallel(jobs, threads, |scenario| {
-        let outcome = cr_sim::run_session(&scenario, false).expect("the session runs");
-        Report::of(&outcome)
-    });
-    let mut reports = reports.into_iter();
-    scenarios
-        .into_iter()
-        .filter_map(|s| Some((s, reports.next()?, reports.next()?)))
-        .collect()
+/// Every bottleneck case with every controller, run once for all tests.
+fn results() -> &'static [BottleneckResult] {
+    static RESULTS: OnceLock<Vec<BottleneckResult>> = OnceLock::new();
+    RESULTS.get_or_init(|| bottlenecks::run(&bottlenecks::cases()))
 }
 
-/// Runs each of `scenarios` resumed and without a token, and checks that
-/// the resumed second connection takes at most `at_most` times as long.
-fn each_resumed_within(scenarios: Vec<Scenario>, at_most: f64) {
-    for (s, resumed, baseline) in resumed_and_baseline(scenarios) {
-        let ratio = second(&resumed) / second(&baseline);
+/// The results of the case called `name`, one per controller.
+fn case(name: &str) -> impl Iterator<Item = &'static BottleneckResult> + '_ {
+    let found: Vec<_> = results().iter().filter(|r| r.name == name).collect();
+    assert_eq!(found.len(), 3, "case {name}");
+    found.into_iter()
+}
+
+/// The second connection resumed, which completed.
+fn second(result: &BottleneckResult) -> &ConnectionReport {
+    let second = result.second().expect("the session ran");
+    assert!(second.completion_s.is_some(), "{result:?}");
+    second
+}
+
+/// Checks that each controller's resumed second connection in case `name`
+/// takes at most `at_most` times as long as without a token.
+fn each_resumed_within(name: &str, at_most: f64) {
+    for r in case(name) {
+        let ratio = r.versus_baseline().expect("both completed");
         assert!(
             ratio <= at_most,
-            "{} at {:?}: {ratio:.3} x as long as without a token",
-            s.cc.name(),
-            s.rtt
+            "{name}, {}: {ratio:.3} x as long as without a token",
+            r.cc
         );
-    }
-}
-
-/// The second connection's completion, seconds.
-fn second(report: &Report) -> f64 {
-    report.connections[1]
-        .completion_s
-        .expect("the download completed")
-}
-
-/// 10 MiB at 50 Mbit/s and `rtt` with `cc`.
-fn path(cc: CongestionControl, rtt: u64) -> Scenario {
-    Scenario {
-        rate: Rate::mbit(50),
-        rtt: Duration::from_millis(rtt),
-        size: 10 << 20,
-        cc,
-        ..Scenario::default()
     }
 }
 
@@ -81,15 +55,8 @@ fn path(cc: CongestionControl, rtt: u64) -> Scenario {
 /// link without randomness gives every seed the same figure.
 #[test]
 fn behind_fq_codel_one_resumed_flow_is_faster_than_without_a_token() {
-    let scenarios = CONTROLLERS
-        .iter()
-        .flat_map(|&cc| [300, 600].map(|rtt| path(cc, rtt)))
-        .map(|s| Scenario {
-            discipline: Discipline::FqCodel,
-            ..s
-        })
-        .collect();
-    each_resumed_within(scenarios, 0.6);
+    each_resumed_within("fq_codel-300ms", 0.6);
+    each_resumed_within("fq_codel-600ms", 0.6);
 }
 
 /// Target: behind fq_codel, a crowd of ten resuming at once is no slower
@@ -151,26 +118,22 @@ fn behind_fq_codel_a_resumed_crowd_of_ten_is_faster_and_fair() {
 /// one and the controller goes on as the saved rate allows.
 #[test]
 fn behind_a_policer_at_half_the_saved_rate_resuming_finishes_sooner() {
-    let policer: Policer = "25mbit,1MiB".parse().expect("policer");
-    let scenarios = CONTROLLERS
-        .iter()
-        .map(|&cc| Scenario {
-            policer2: Some(policer),
-            ..path(cc, 600)
-        })
-        .collect();
-    for (s, resumed, baseline) in resumed_and_baseline(scenarios) {
-        let cc = s.cc.name();
-        let ratio = second(&resumed) / second(&baseline);
-        assert!(ratio <= 1.1, "{cc}: {ratio:.3} x the baseline's time");
-        let lost = |r: &Report| r.connections[1].packets_lost as f64;
-        let losses = lost(&resumed) / lost(&baseline).max(1.0);
-        assert!(losses <= 2.4, "{cc}: {losses:.2} x the baseline's losses");
+    for r in case("policer-half") {
+        let ratio = r.versus_baseline().expect("both completed");
+        assert!(ratio <= 1.1, "{}: {ratio:.3} x the baseline's time", r.cc);
+        let lost = |c: &ConnectionReport| c.packets_lost as f64;
+        let without = r.second_without_token().expect("the baseline ran");
+        let losses = lost(second(r)) / lost(without).max(1.0);
+        assert!(
+            losses <= 2.4,
+            "{}: {losses:.2} x the baseline's losses",
+            r.cc
+        );
     }
 }
 
 /// Target: on the GEO rain fade and the LEO schedule, resumed no slower
-/// than without a token. Measured, 10 MiB: rain fade (50 Mbit/s, 600 ms,
+/// than without a token (and on the LTE trace: 0.96-0.97 x). Measured, 10 MiB: rain fade (50 Mbit/s, 600 ms,
 /// down to 13 Mbit/s from 4.5 s) 0.58 x (CUBIC), 0.49 x (Reno), 0.70 x
 /// (BBR2); LEO (100 Mbit/s, 40 ms, a handover 2 s in) 0.86, 0.88 and
 /// 0.85 x. With 2 ms of jitter over ten seeds the rain fade holds at every
@@ -179,28 +142,88 @@ fn behind_a_policer_at_half_the_saved_rate_resuming_finishes_sooner() {
 /// baselines at others, around the handover.
 #[test]
 fn on_the_rain_fade_and_leo_schedules_resuming_is_no_slower() {
-    let rain: Schedule = include_str!("../schedules/geo-rain-fade.txt")
-        .parse()
-        .expect("schedule");
-    let leo: Schedule = include_str!("../schedules/leo-15s.txt")
-        .parse()
-        .expect("schedule");
-    let scenarios = CONTROLLERS
-        .iter()
-        .flat_map(|&cc| {
-            [
-                Scenario {
-                    schedule: Some(rain.clone()),
-                    ..path(cc, 600)
-                },
-                Scenario {
-                    rate: Rate::mbit(100),
-                    rtt: Duration::from_millis(40),
-                    schedule: Some(leo.clone()),
-                    ..path(cc, 40)
-                },
-            ]
-        })
-        .collect();
-    each_resumed_within(scenarios, 1.0);
+    for name in ["rain-fade", "leo", "lte"] {
+        each_resumed_within(name, 1.0);
+    }
+}
+
+/// Target: a rate change or a LEO reconfiguration while a jump is
+/// unvalidated ends it as RFC 9959 says (loss, or its one round trip), no
+/// jump outlives the change by more than one RTT, and the saved set
+/// measured before the change is not what the next connection resumes
+/// from. The second of three connections meets a drop from 50 to 12 Mbit/s
+/// 1.2 s in (its jump is unvalidated from 0.9 s), behind a 1 x BDP queue
+/// that absorbs the jump and behind a quarter BDP; or, at 100 Mbit/s and
+/// 40 ms, a LEO reconfiguration to 40 Mbit/s and 60 ms 80 ms in.
+///
+/// Measured: every jump stops sending unvalidated data 0.29-0.46 s after
+/// the drop (its last packet sent, or its round trip over) and 14-26 ms
+/// after the LEO change, and the
+/// resumed connection finishes in 0.50-0.83 x the time without a token.
+/// CUBIC and Reno hand on what they measured (1967 kB, 342 kB), not the
+/// 3750 kB and 500 kB saved before: a queue deep enough to absorb the jump
+/// hides the drop from loss, and the observer's floor test (the jump in
+/// flight delivered at under three quarters of its rate) withdraws the old
+/// set. BBR2 misses it behind the deep queue: its delivery rate is BBR's
+/// windowed maximum bandwidth, which still holds the rate from before the
+/// drop, so the old 3692 kB set goes on (guarded as measured).
+///
+/// Also a miss, guarded as measured: behind the quarter-BDP queue the jump
+/// is validated (the drop came after half of it had passed), and slow start
+/// then goes on towards the saved capacity, four times the new path's: the
+/// resumed connection loses 2190 (CUBIC), 945 (Reno) and 2191 (BBR2)
+/// packets where the connection without a token loses none, though it
+/// still finishes first.
+#[test]
+fn a_path_change_in_the_jump_ends_it_within_a_round_trip_and_retires_the_set() {
+    let changes = [
+        ("drop-in-jump", 1.2, 0.6),
+        ("drop-in-jump-shallow", 1.2, 0.6),
+        ("leo-in-jump", 0.08, 0.04),
+    ];
+    for (name, change_s, rtt_s) in changes {
+        for r in case(name) {
+            let second = second(r);
+            let jump_sent = second
+                .cr
+                .phases
+                .iter()
+                .find(|p| p.from == Some("unvalidated"))
+                .expect("the second connection jumped")
+                .t_s;
+            assert!(
+                jump_sent - change_s <= rtt_s,
+                "{name}, {}: unvalidated until {jump_sent} s",
+                r.cc
+            );
+            let ratio = r.versus_baseline().expect("both completed");
+            assert!(ratio <= 1.0, "{name}, {}: {ratio:.3} x", r.cc);
+            let first = &r.resumed.as_ref().expect("ran").connections[0];
+            let saved_before = first.token_left.as_ref().expect("saved").capacity_bytes;
+            let next = r.handed_on_capacity().expect("the third resumed");
+            if !(name == "drop-in-jump" && r.cc == "bbr2") {
+                assert!(
+                    next * 4 < saved_before * 3,
+                    "{name}, {}: the next connection resumed from {next} B of the {saved_before} B saved before",
+                    r.cc
+                );
+            }
+            if name == "drop-in-jump-shallow" {
+                let lost = second.packets_lost;
+                assert!(lost <= 2200, "{name}, {}: {lost} lost", r.cc);
+            }
+        }
+    }
+}
+
+/// The table docs/results.md quotes is what these cases give: `make
+/// results` writes it, and a figure edited by hand or left behind fails.
+#[test]
+fn the_docs_quote_the_bottleneck_cases_as_they_run() {
+    let block = cr_sim::results::bottlenecks_block(results());
+    let doc = include_str!("../../docs/results.md");
+    let stale = cr_sim::results::stale(doc, std::slice::from_ref(&block));
+    assert!(stale.is_empty(), "docs/results.md: run make results");
+    let (_, found) = cr_sim::results::update(doc, &[block]);
+    assert_eq!(found, 1, "docs/results.md quotes the bottlenecks block");
 }
