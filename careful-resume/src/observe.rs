@@ -137,6 +137,13 @@ pub struct CapacitySample {
     /// delivery-rate sample of a window-based controller, or BBR's max
     /// bandwidth. Zero when there is none yet.
     pub delivery_rate: u64,
+    /// The delivery rate of the latest round trip, bytes per second: the
+    /// same as `delivery_rate` for a window-based controller; for BBR, the
+    /// best sample of its current round, since its max bandwidth is a
+    /// windowed maximum that outlives a rate drop by several rounds. It
+    /// tells whether the path still carries the saved set a connection
+    /// started from. Zero when there is none yet.
+    pub round_delivery_rate: u64,
     /// An RTT sample (the latest or the connection's min RTT).
     pub rtt: Duration,
     /// Bytes newly acknowledged by the ACK that prompted the sample.
@@ -240,7 +247,7 @@ impl Observer {
         self.max_delivery_rate = self.max_delivery_rate.max(sample.delivery_rate);
         if self.floor_test.since.is_some() {
             let best = &mut self.floor_test.best_rate;
-            *best = (*best).max(sample.delivery_rate);
+            *best = (*best).max(sample.round_delivery_rate);
         }
         self.ack_train
             .on_ack(sample.acked_bytes, min_rtt, sample.now);

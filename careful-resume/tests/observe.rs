@@ -35,6 +35,7 @@ impl Feed {
     fn sample(&mut self, ms: u64, bytes_per_100ms: u64, rtt_ms: u32) -> Option<Observation> {
         self.observer.on_sample(&CapacitySample {
             delivery_rate: bytes_per_100ms * 10,
+            round_delivery_rate: bytes_per_100ms * 10,
             rtt: MS * rtt_ms,
             acked_bytes: 0,
             now: self.at(ms),
@@ -48,6 +49,7 @@ impl Feed {
             .filter_map(|i| {
                 self.observer.on_sample(&CapacitySample {
                     delivery_rate: bytes_per_100ms * 10,
+                    round_delivery_rate: bytes_per_100ms * 10,
                     rtt: MS * 100,
                     acked_bytes: 2400,
                     now: self.at(ms + 2 * i),

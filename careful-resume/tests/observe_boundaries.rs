@@ -40,6 +40,7 @@ impl Feed {
     fn measure_rtt(&mut self, ms: u64, capacity: usize, rtt: Duration) -> Option<Observation> {
         self.observer.on_sample(&CapacitySample {
             delivery_rate: capacity as u64 * 10,
+            round_delivery_rate: capacity as u64 * 10,
             rtt,
             acked_bytes: 0,
             now: self.at(ms),

@@ -167,6 +167,7 @@ fuzz_target!(|data: &[u8]| {
                 check_rate_based(rate_based.on_ack(&ack), &rate_based);
                 let observed = observer.on_sample(&CapacitySample {
                     delivery_rate: arg >> 16,
+                    round_delivery_rate: arg >> 20,
                     rtt,
                     acked_bytes: acked,
                     now,
