@@ -57,6 +57,11 @@ struct Args {
     /// relay starts, instead of --rate and --rtt.
     #[arg(long)]
     schedule: Option<PathBuf>,
+    /// Start the schedule over whenever a new client flow opens (each
+    /// cr-client connection binds a new port): with one client at a time,
+    /// each connection meets the schedule from its start, as in cr-sim.
+    #[arg(long, requires = "schedule")]
+    schedule_per_flow: bool,
     /// Random loss of both directions (e.g. 1%).
     #[arg(long, default_value = "0")]
     loss: Probability,
@@ -127,6 +132,7 @@ fn run(args: Args) -> Result<(), AppError> {
             discipline: args.queue.discipline,
             policer: args.policer,
             schedule,
+            schedule_per_flow: args.schedule_per_flow,
         },
         seed: args.seed,
         flow_idle_timeout: args.flow_idle_timeout.unwrap_or(DEFAULT_FLOW_IDLE_TIMEOUT),

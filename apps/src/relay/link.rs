@@ -69,9 +69,14 @@ pub struct Bottleneck {
     pub discipline: Discipline,
     /// A token-bucket policer before the queue.
     pub policer: Option<Policer>,
-    /// The rate and round-trip delay over time, from the relay's start;
+    /// The rate and round-trip delay over time, from the relay's start
+    /// (or from the newest flow's, see [`Link::restart_schedule`]);
     /// replaces the link's rate and delay.
     pub schedule: Option<Schedule>,
+    /// Whether each new client flow starts the schedule over, in both
+    /// directions: with one client at a time, each connection then meets
+    /// the schedule from its start, as in cr-sim.
+    pub schedule_per_flow: bool,
 }
 
 /// What a link did, counted in datagrams. Queue, policer and random drops
@@ -150,6 +155,8 @@ struct State {
     codel: Codel,
     fq: FqCodel<Waiting>,
     bucket: Option<TokenBucket>,
+    /// Time zero of the schedule: the link's origin, unless restarted.
+    schedule_origin: Instant,
 }
 
 /// One direction of the path, shared by the threads feeding it and the
@@ -184,6 +191,7 @@ impl Link {
                 codel: Codel::default(),
                 fq: FqCodel::new(config.queue_bytes, FQ_QUANTUM),
                 bucket: bottleneck.policer.map(TokenBucket::new),
+                schedule_origin: origin,
             }),
             arrived: Condvar::new(),
         }
@@ -199,18 +207,31 @@ impl Link {
         at.saturating_duration_since(self.origin)
     }
 
+    /// Starts the schedule over at `now`, as cr-sim counts it from each
+    /// connection's start: the relay calls it when a client's flow opens,
+    /// if told to (`cr-relay --schedule-per-flow`).
+    pub fn restart_schedule(&self, now: Instant) {
+        self.lock().schedule_origin = now;
+    }
+
     /// The rate in force at `at`.
-    fn rate_at(&self, at: Instant) -> Rate {
+    fn rate_at(&self, state: &State, at: Instant) -> Rate {
         match &self.schedule {
-            Some(schedule) => schedule.at(self.since_origin(at)).rate,
+            Some(schedule) => {
+                let since = at.saturating_duration_since(state.schedule_origin);
+                schedule.at(since).rate
+            }
             None => self.config.rate(),
         }
     }
 
     /// The one-way delay in force at `at`.
-    fn delay_at(&self, at: Instant) -> Duration {
+    fn delay_at(&self, state: &State, at: Instant) -> Duration {
         match &self.schedule {
-            Some(schedule) => schedule.at(self.since_origin(at)).rtt / 2,
+            Some(schedule) => {
+                let since = at.saturating_duration_since(state.schedule_origin);
+                schedule.at(since).rtt / 2
+            }
             None => self.config.delay,
         }
     }
@@ -255,7 +276,7 @@ impl Link {
             state.stats.queue_drops += dropped.len() as u64;
         } else {
             let backlog = state.busy_until.saturating_duration_since(now);
-            if self.rate_at(now).bytes_in(backlog) + bytes > self.config.queue_bytes {
+            if self.rate_at(&state, now).bytes_in(backlog) + bytes > self.config.queue_bytes {
                 state.stats.queue_drops += 1;
                 return;
             }
@@ -278,10 +299,10 @@ impl Link {
     fn serialise(&self, state: &mut State, start: Instant, datagram: Datagram) {
         state.busy_until = start
             + self
-                .rate_at(start)
+                .rate_at(state, start)
                 .serialisation(datagram.data.len() as u64);
         let deliver_at =
-            (state.busy_until + self.delay_at(state.busy_until)).max(state.last_delivery);
+            (state.busy_until + self.delay_at(state, state.busy_until)).max(state.last_delivery);
         state.last_delivery = deliver_at;
         state.in_flight.push_back(InFlight {
             deliver_at,
@@ -388,6 +409,29 @@ mod tests {
             queue_bytes,
             loss,
         }
+    }
+
+    #[test]
+    fn a_restarted_schedule_counts_from_the_restart() {
+        let bottleneck = Bottleneck {
+            schedule: Some("0s 8mbit 10ms\n1s 1mbit 100ms".parse().expect("schedule")),
+            ..Bottleneck::default()
+        };
+        let link = Link::new(config(1_000_000, 0.0), &bottleneck, 1);
+        let later = link.origin + Duration::from_secs(2);
+        let delay = |at: Instant| link.delay_at(&link.lock(), at);
+        let rate = |at: Instant| link.rate_at(&link.lock(), at).bps();
+        assert_eq!(
+            (delay(later), rate(later)),
+            (Duration::from_millis(50), 1_000_000)
+        );
+        link.restart_schedule(later);
+        assert_eq!(
+            (delay(later), rate(later)),
+            (Duration::from_millis(5), 8_000_000)
+        );
+        let a_second_on = later + Duration::from_secs(1);
+        assert_eq!(delay(a_second_on), Duration::from_millis(50));
     }
 
     #[test]

@@ -213,7 +213,14 @@ impl Relay {
                 self.counters.flow_limit_drop();
                 return Ok(());
             }
-            Entry::Vacant(new) => new.insert(Flow::open(client, self.flow_context(stop))?),
+            Entry::Vacant(new) => {
+                if self.options.bottleneck.schedule_per_flow {
+                    let now = Instant::now();
+                    self.up.restart_schedule(now);
+                    self.down.restart_schedule(now);
+                }
+                new.insert(Flow::open(client, self.flow_context(stop))?)
+            }
         };
         flow.touch();
         let upstream = Arc::clone(flow.upstream());
