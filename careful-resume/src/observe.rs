@@ -278,7 +278,8 @@ impl Observer {
     /// the end of a burst (it just ran out of data, or all of it has been
     /// acknowledged) returns the estimate, at least the floor, settled, when
     /// it improves on the last emission, when that one was not settled, or
-    /// when nothing was emitted yet.
+    /// when nothing was emitted yet. What is in flight also decides whether
+    /// the path still carries the floor (see the module documentation).
     pub fn on_sender_state(
         &mut self,
         app_limited: bool,
@@ -360,9 +361,11 @@ impl Observer {
         if now.saturating_duration_since(since) < min_rtt.saturating_mul(FLOOR_SPAN_RTTS) {
             return;
         }
-        let carried = bytes_in(self.floor_test.best_rate, min_rtt);
+        let best_rate = self.floor_test.best_rate;
+        let carried = bytes_in(best_rate, min_rtt);
         let (num, den) = FLOOR_SHORTFALL;
-        if carried.saturating_mul(den) < jump.saturating_mul(num) {
+        // A span without a delivery-rate sample says nothing of the path.
+        if best_rate > 0 && carried.saturating_mul(den) < jump.saturating_mul(num) {
             self.on_congestion();
         }
         self.floor_test = FloorTest {

@@ -437,3 +437,17 @@ fn the_floor_is_judged_only_with_a_jump_in_flight() {
     assert_eq!(feed.sending(1_120, 1_300, 100_000, 500_000), vec![]);
     assert_eq!(feed.burst_end(1_400), None);
 }
+
+/// A span in which no delivery rate was sampled (none measured yet) says
+/// nothing of the path: the floor stands.
+#[test]
+fn a_span_without_a_delivery_rate_keeps_the_floor() {
+    let mut feed = Feed::from(Observer::with_floor(ObserverConfig::new(IW), 1_000_000));
+    assert_eq!(
+        feed.sample(0, 0, 100),
+        handed_on(1_000_000, 100, feed.at(0))
+    );
+    assert_eq!(feed.sending(10, 1_000, 0, 600_000), vec![]);
+    // Had the floor fallen, this lower measure would go out.
+    assert_eq!(feed.sample(1_010, 360_000, 100), None);
+}
