@@ -13,6 +13,7 @@ use crate::parallel::run_parallel;
 use crate::report::{ConnectionReport, Report};
 use crate::scenario::Scenario;
 use crate::session::run_session;
+use crate::suite::Case;
 use crate::table;
 use crate::units::{QueueLimit, Rate};
 use cr_serve::bottleneck::{Discipline, Policer, Schedule};
@@ -40,17 +41,6 @@ pub const DROP_IN_THE_JUMP: &str = "0s 50mbit 600ms\n1.2s 12mbit 600ms\n";
 /// to 40 Mbit/s and the RTT grows from 40 to 60 ms, 80 ms in.
 pub const LEO_IN_THE_JUMP: &str = "0s 100mbit 40ms\n0.08s 40mbit 60ms\n";
 
-/// One bottleneck case: a scenario that runs with each of [`CONTROLLERS`].
-#[derive(Clone, Debug)]
-pub struct Case {
-    /// Short name, stable (the tests and the docs' table use it).
-    pub name: &'static str,
-    /// What it shows.
-    pub about: &'static str,
-    /// The scenario, resumed, with CUBIC (each run sets its controller).
-    pub scenario: Scenario,
-}
-
 fn schedule(text: &str) -> Schedule {
     text.parse().expect("the built-in schedules parse")
 }
@@ -65,7 +55,8 @@ fn geo(rtt_ms: u64) -> Scenario {
     }
 }
 
-/// The cases, in the order of the docs' table.
+/// The cases, in the order of the docs' table; each runs with every one of
+/// [`CONTROLLERS`] (the scenario's own controller is replaced).
 pub fn cases() -> Vec<Case> {
     let policer: Policer = "25mbit,1MiB".parse().expect("a valid policer");
     let three = |scenario: Scenario| Scenario {
@@ -74,7 +65,7 @@ pub fn cases() -> Vec<Case> {
     };
     vec![
         Case {
-            name: "fq_codel-300ms",
+            name: "fq_codel-300ms".into(),
             about: "fq_codel (RFC 8290 defaults), 10 MiB at 50 Mbit/s and 300 ms",
             scenario: Scenario {
                 discipline: Discipline::FqCodel,
@@ -82,7 +73,7 @@ pub fn cases() -> Vec<Case> {
             },
         },
         Case {
-            name: "fq_codel-600ms",
+            name: "fq_codel-600ms".into(),
             about: "the same at 600 ms",
             scenario: Scenario {
                 discipline: Discipline::FqCodel,
@@ -90,7 +81,7 @@ pub fn cases() -> Vec<Case> {
             },
         },
         Case {
-            name: "policer-half",
+            name: "policer-half".into(),
             about: "the second connection's path policed at half the saved rate, 1 MiB burst",
             scenario: Scenario {
                 policer2: Some(policer),
@@ -98,7 +89,7 @@ pub fn cases() -> Vec<Case> {
             },
         },
         Case {
-            name: "rain-fade",
+            name: "rain-fade".into(),
             about: "GEO rain fade: 50 Mbit/s down to 13 from 4.5 s, back by 28 s",
             scenario: Scenario {
                 schedule: Some(schedule(RAIN_FADE)),
@@ -106,7 +97,7 @@ pub fn cases() -> Vec<Case> {
             },
         },
         Case {
-            name: "leo",
+            name: "leo".into(),
             about: "LEO at 100 Mbit/s and 40 ms, a handover 2 s in, then every 15 s",
             scenario: Scenario {
                 rate: Rate::mbit(100),
@@ -115,7 +106,7 @@ pub fn cases() -> Vec<Case> {
             },
         },
         Case {
-            name: "lte",
+            name: "lte".into(),
             about: "LTE downlink, 1-20 Mbit/s and 50-90 ms changing every second, 10 MiB",
             scenario: Scenario {
                 rate: Rate::mbit(12),
@@ -124,7 +115,7 @@ pub fn cases() -> Vec<Case> {
             },
         },
         Case {
-            name: "drop-in-jump",
+            name: "drop-in-jump".into(),
             about:
                 "50 to 12 Mbit/s in the second connection's jump, 1 x BDP queue; three downloads",
             scenario: three(Scenario {
@@ -133,7 +124,7 @@ pub fn cases() -> Vec<Case> {
             }),
         },
         Case {
-            name: "drop-in-jump-shallow",
+            name: "drop-in-jump-shallow".into(),
             about: "the same behind a queue of a quarter BDP",
             scenario: three(Scenario {
                 schedule2: Some(schedule(DROP_IN_THE_JUMP)),
@@ -142,7 +133,7 @@ pub fn cases() -> Vec<Case> {
             }),
         },
         Case {
-            name: "leo-in-jump",
+            name: "leo-in-jump".into(),
             about: "LEO reconfiguration in the second connection's jump; three downloads",
             scenario: three(Scenario {
                 rate: Rate::mbit(100),
@@ -157,7 +148,7 @@ pub fn cases() -> Vec<Case> {
 #[derive(Clone, Debug, Serialize)]
 pub struct BottleneckResult {
     /// The case's name.
-    pub name: &'static str,
+    pub name: String,
     /// What it shows.
     pub about: &'static str,
     /// The controller.
@@ -224,7 +215,7 @@ pub fn run(cases: &[Case]) -> Vec<BottleneckResult> {
         .map(|(case, cc)| {
             let mut next = || reports.next().unwrap_or(Err("not run".to_string()));
             BottleneckResult {
-                name: case.name,
+                name: case.name.clone(),
                 about: case.about,
                 cc: cc.name(),
                 resumed: next(),
@@ -246,7 +237,7 @@ pub fn render(results: &[BottleneckResult]) -> String {
             let lost =
                 |c: Option<&ConnectionReport>| c.map_or("-".into(), |c| c.packets_lost.to_string());
             vec![
-                r.name.to_string(),
+                r.name.clone(),
                 r.cc.to_string(),
                 table::secs(without.and_then(|c| c.completion_s)),
                 table::secs(second.and_then(|c| c.completion_s)),
