@@ -13,6 +13,11 @@ use crate::recon::{Reconnaissance, Verdict};
 /// at less than this fraction (numerator, denominator) of the pacing rate.
 const PATH_LIMITED_RATIO: (u128, u128) = (4, 5);
 
+/// The share of the round after a validated jump (numerator, denominator)
+/// that must be acknowledged for slow start to go on past the saved
+/// capacity: what random loss leaves, not what a path carrying less does.
+const ROUND_DELIVERED: (usize, usize) = (15, 16);
+
 /// What the jump's ACKs showed about the path while it is being validated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SlowStartLimit {
@@ -23,6 +28,26 @@ enum SlowStartLimit {
     Shown(usize),
     /// Handed to the controller.
     Taken,
+}
+
+/// After a validated jump, whether slow start may go on past the saved
+/// capacity (see [`CarefulResume::on_ack_after_validation`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PastSaved {
+    /// Not offered, or no longer: no validated jump (yet), a rate-based
+    /// controller, a ceiling the jump's ACKs or a queue set, or the round
+    /// after the validation showed no room.
+    Closed,
+    /// The round after the validation: the packets sent after `from_pn`
+    /// until the first of them is acknowledged (`sent` bytes); then, in
+    /// `until`, the last of them and the bytes acknowledged since.
+    Watching {
+        from_pn: u64,
+        sent: usize,
+        until: Option<(u64, usize)>,
+    },
+    /// Slow start goes on until the RTT shows a queue or a loss comes.
+    Open,
 }
 
 /// Careful Resume for one path of a connection that starts with a saved set.
@@ -94,6 +119,9 @@ pub struct CarefulResume {
     claim_pending: bool,
     /// Every phase entered, with its trigger (at most four changes).
     history: Vec<(Phase, Trigger)>,
+    /// After a validated jump, whether slow start may go past the saved
+    /// capacity.
+    past_saved: PastSaved,
 }
 
 impl CarefulResume {
@@ -125,6 +153,7 @@ impl CarefulResume {
             saved_set_consumed: false,
             claim_pending: false,
             history: Vec::with_capacity(4),
+            past_saved: PastSaved::Closed,
         }
     }
 
@@ -193,12 +222,24 @@ impl CarefulResume {
         self.claim_pending && self.is_active()
     }
 
-    /// Call after sending an application-space packet that counts in flight.
+    /// Call after sending an application-space packet that counts in flight,
+    /// also once Careful Resume is over (the round after a validated jump is
+    /// counted in packets: see [`CarefulResume::on_ack_after_validation`]).
     pub fn on_packet_sent(&mut self, sent: &PacketSent) -> Option<Transition> {
+        self.largest_sent_pn = Some(sent.pn);
         if !self.is_active() {
+            if let PastSaved::Watching {
+                from_pn,
+                sent: ref mut bytes,
+                until: None,
+            } = self.past_saved
+            {
+                if sent.pn > from_pn {
+                    *bytes = bytes.saturating_add(sent.bytes);
+                }
+            }
             return None;
         }
-        self.largest_sent_pn = Some(sent.pn);
         match self.phase {
             Phase::Reconnaissance => {
                 self.recon.on_packet_sent(sent);
@@ -290,10 +331,31 @@ impl CarefulResume {
                     // beyond that the controller probes in congestion
                     // avoidance. (Slow-starting on from a window this large
                     // doubles it past the path into a burst of loss the first
-                    // connection never had.)
-                    let ssthresh = self
-                        .capacity_shown_by_the_jump(ack)
-                        .unwrap_or_else(|| self.pipesize.max(self.slow_start_ceiling(ack)));
+                    // connection never had.) Past the saved capacity only
+                    // once a round trip at it showed room to spare
+                    // (`on_ack_after_validation`).
+                    let ssthresh = match self.capacity_shown_by_the_jump(ack) {
+                        Some(shown) => shown,
+                        None => {
+                            let ceiling = self.pipesize.max(self.slow_start_ceiling(ack));
+                            // Past the saved capacity only alone on the
+                            // path: a crowd's lowered jumps already share it.
+                            if self.config.slow_start_past_saved()
+                                && !self.rate_based
+                                && !self.lowered_into_a_queue(ack)
+                            {
+                                self.past_saved = match self.largest_sent_pn {
+                                    Some(from_pn) => PastSaved::Watching {
+                                        from_pn,
+                                        sent: 0,
+                                        until: None,
+                                    },
+                                    None => PastSaved::Closed,
+                                };
+                            }
+                            ceiling
+                        }
+                    };
                     let trigger = Trigger::LastUnvalidatedPacketAcknowledged;
                     Some(self.end(trigger, None, Some(ssthresh), ack.now))
                 } else {
@@ -314,7 +376,8 @@ impl CarefulResume {
     }
 
     /// Call when loss or ECN-CE signals congestion (after the base controller
-    /// reacted, so the returned window overrides its reduction).
+    /// reacted, so the returned window overrides its reduction), also once
+    /// Careful Resume is over (see [`CarefulResume::on_ack_after_validation`]).
     pub fn on_congestion(&mut self, signal: Congestion, now: Instant) -> Option<Transition> {
         let trigger = match signal {
             Congestion::Loss => Trigger::PacketLoss,
@@ -343,7 +406,11 @@ impl CarefulResume {
     }
 
     /// Whether Careful Resume may still act. Once false, it stays false and
-    /// every event returns `None`: the hot path can skip it with this check.
+    /// every event returns `None`: the hot path can skip it with this check,
+    /// but for [`CarefulResume::on_packet_sent`],
+    /// [`CarefulResume::on_congestion`] and
+    /// [`CarefulResume::on_ack_after_validation`], which follow the round
+    /// after a validated jump.
     #[inline]
     pub fn is_active(&self) -> bool {
         self.phase != Phase::Normal
@@ -664,6 +731,75 @@ impl CarefulResume {
             .is_some_and(|since| now.saturating_duration_since(since) > self.current_rtt)
     }
 
+    /// Call, once Careful Resume is over, after processing an ACK frame that
+    /// newly acknowledged application-space packets (losses it revealed
+    /// first go to [`CarefulResume::on_congestion`]); returns the ssthresh
+    /// to set, if it changes.
+    ///
+    /// A validated jump ends slow start at the saved capacity: slow-starting
+    /// on from a window that large doubles it past the path, into a burst
+    /// of loss, before anything can see the path is full. But the saved
+    /// capacity is only what the earlier connection showed. It can be well
+    /// below the path (a first connection that met a random loss early in
+    /// slow start saves what it had reached): Reno, growing one datagram per
+    /// round trip, then stays near it (10 MB at 20 Mbit/s and 600 ms with
+    /// 0.1 % loss took 3.7 x as long as without a token). And it can be above
+    /// the path (a policer at half the saved rate), where only losses show
+    /// it: a policer adds no delay, and its bucket passes the doubling of
+    /// the window while the jump is being validated.
+    ///
+    /// So the round trip sent after the validation, at about the saved
+    /// capacity, decides. Acknowledged all but a sixteenth of it (random
+    /// loss, not a path that carries less) with no ACK's RTT above the
+    /// minimum by HyStart++'s threshold (RFC 9406: an eighth, clamped to
+    /// 4-16 ms), it shows the saved capacity leaves room on the path, and
+    /// slow start goes on past it until an ACK's RTT shows the queue it
+    /// starts to build (ssthresh is then the window of that moment) or a
+    /// loss ends it. Otherwise ssthresh stays at the saved capacity. The
+    /// delay check, not SEARCH, ends that slow start: SEARCH's record starts
+    /// afresh after the jump and needs three round trips before its first
+    /// verdict.
+    pub fn on_ack_after_validation(&mut self, ack: &Ack) -> Option<usize> {
+        if self.is_active() || self.past_saved == PastSaved::Closed {
+            return None;
+        }
+        if ack.smoothed_rtt >= ack.min_rtt + queue_threshold(ack.min_rtt) {
+            let open = self.past_saved == PastSaved::Open;
+            self.past_saved = PastSaved::Closed;
+            return open.then_some(ack.cwnd);
+        }
+        let PastSaved::Watching {
+            from_pn,
+            sent,
+            until,
+        } = self.past_saved
+        else {
+            return None;
+        };
+        let largest_acked = ack.largest_acked?;
+        let (until_pn, acked) = match until {
+            None if largest_acked > from_pn => (self.largest_sent_pn?, ack.acked_bytes),
+            None => return None,
+            Some((until_pn, acked)) => (until_pn, acked.saturating_add(ack.acked_bytes)),
+        };
+        if largest_acked < until_pn {
+            self.past_saved = PastSaved::Watching {
+                from_pn,
+                sent,
+                until: Some((until_pn, acked)),
+            };
+            return None;
+        }
+        let (num, den) = ROUND_DELIVERED;
+        if acked.saturating_mul(den) >= sent.saturating_mul(num) {
+            self.past_saved = PastSaved::Open;
+            Some(usize::MAX)
+        } else {
+            self.past_saved = PastSaved::Closed;
+            None
+        }
+    }
+
     /// While the jump is validated, the base controller slow-starts on; once
     /// the jump's ACKs show the path carries less than the jump was paced
     /// at, this returns (once) the ssthresh that ends slow start there, the
@@ -771,7 +907,16 @@ impl CarefulResume {
                 let window = Some(self.retreat_window);
                 Some(self.change(Phase::SafeRetreat, trigger, window, None, now))
             }
-            Phase::SafeRetreat | Phase::Normal => None,
+            Phase::SafeRetreat => None,
+            Phase::Normal => {
+                // A loss or ECN-CE ends slow start past the saved capacity:
+                // the controller's reduction stands. (While the round after
+                // the validation is watched, what it delivers decides.)
+                if self.past_saved == PastSaved::Open {
+                    self.past_saved = PastSaved::Closed;
+                }
+                None
+            }
         }
     }
 

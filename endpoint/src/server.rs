@@ -52,6 +52,12 @@ pub struct ResumeConfig {
     /// at once when the guard has recorded the first flight as new (see
     /// [`EarlyData`]). On by default.
     pub early_data: bool,
+    /// Whether slow start may go on past the saved capacity after a
+    /// validated jump, once the round trip after it came back whole and
+    /// without a queue ([`careful_resume::Config::with_slow_start_past_saved`]:
+    /// it pays where the path grew since the set was saved and costs some
+    /// loss behind an AQM). On by default.
+    pub slow_start_past_saved: bool,
 }
 
 impl Default for ResumeConfig {
@@ -64,6 +70,7 @@ impl Default for ResumeConfig {
             retry: true,
             retry_token_lifetime: Duration::from_secs(10),
             early_data: true,
+            slow_start_past_saved: true,
         }
     }
 }
@@ -722,7 +729,8 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
             .ok_or(quiche::Error::InvalidState)?;
         let mut resume_config = careful_resume::Config::new(stats.cwnd, stats.pmtu)
             .map_err(|_| quiche::Error::InvalidState)?
-            .with_initial_data(self.config.initial_data);
+            .with_initial_data(self.config.initial_data)
+            .with_slow_start_past_saved(self.config.slow_start_past_saved);
         if let Some(max_jump) = self.config.max_jump {
             resume_config = resume_config.with_max_jump(max_jump);
         }

@@ -133,6 +133,15 @@ pub fn cases() -> Vec<Case> {
             }),
         },
         Case {
+            name: "grown-fivefold".into(),
+            about: "10 Mbit/s saved, 50 Mbit/s on the second connection's path, 600 ms",
+            scenario: Scenario {
+                rate: Rate::mbit(10),
+                rate2: Some(Rate::mbit(50)),
+                ..geo(600)
+            },
+        },
+        Case {
             name: "leo-in-jump".into(),
             about: "LEO reconfiguration in the second connection's jump; three downloads",
             scenario: three(Scenario {

@@ -211,6 +211,7 @@ pub(crate) fn endpoint_settings(
         jump_budget: jump_budget.then(Default::default),
         early_data: scenario.early_data,
         rtt_once_per_rtt: scenario.rtt_once_per_rtt,
+        slow_start_past_saved: scenario.slow_start_past_saved,
     }
 }
 

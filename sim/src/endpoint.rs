@@ -87,6 +87,9 @@ pub struct EndpointSettings {
     /// Whether the server updates its smoothed RTT and rttvar once per
     /// round trip rather than per ACK.
     pub rtt_once_per_rtt: bool,
+    /// Whether the server lets slow start go on past the saved capacity
+    /// after a validated jump once the round after it showed room.
+    pub slow_start_past_saved: bool,
 }
 
 /// Settings shared by client and server configurations.
@@ -215,6 +218,7 @@ impl SimServer {
         let resume_config = cr_endpoint::ResumeConfig {
             jump_budget: settings.jump_budget,
             early_data: settings.early_data,
+            slow_start_past_saved: settings.slow_start_past_saved,
             ..Default::default()
         };
         let resume = ResumeServer::new(tokens, MemoryGuard::new(GUARD_CAPACITY), resume_config);

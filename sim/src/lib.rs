@@ -64,7 +64,8 @@
 //!     "policer2": null | {"rate": u64, "burst": u64}, // the later connections' path
 //!     "schedule": null | [{"at_s": f64, "rate_bps": u64, "rtt_s": f64}],
 //!     "schedule2": null | [...],   // the later connections' schedule
-//!     "rtt_once_per_rtt": bool   // the server's RTT estimate once per round trip
+//!     "rtt_once_per_rtt": bool,  // the server's RTT estimate once per round trip
+//!     "slow_start_past_saved": bool // slow start past the saved capacity
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path
 //!   "connections": [             // [first, second, ...]

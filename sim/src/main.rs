@@ -201,6 +201,11 @@ struct RunArgs {
     /// from the mean and spread of its samples, instead of per ACK.
     #[arg(long)]
     rtt_once_per_rtt: bool,
+    /// After a validated jump, slow start ends at the saved capacity, even
+    /// when the round trip after it came back whole and without a queue
+    /// (by default it then goes on past it).
+    #[arg(long)]
+    no_slow_start_past_saved: bool,
     /// Largest random extra one-way delay, e.g. 3ms.
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     jitter: Duration,
@@ -540,6 +545,7 @@ impl RunArgs {
             early_data: self.early_data,
             competing: self.competing.then(Competing::default),
             rtt_once_per_rtt: self.rtt_once_per_rtt,
+            slow_start_past_saved: !self.no_slow_start_past_saved,
             jitter: self.jitter,
             discipline: self.bottleneck.queue.discipline,
             policer: self.bottleneck.policer,

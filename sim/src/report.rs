@@ -86,6 +86,9 @@ pub struct ScenarioView {
     /// Whether the server updated its smoothed RTT and rttvar once per
     /// round trip rather than per ACK.
     pub rtt_once_per_rtt: bool,
+    /// Whether slow start could go on past the saved capacity after a
+    /// validated jump.
+    pub slow_start_past_saved: bool,
 }
 
 /// One step of a schedule.
@@ -139,6 +142,7 @@ impl ScenarioView {
             slow_start: scenario.slow_start.name(),
             early_data: scenario.early_data,
             rtt_once_per_rtt: scenario.rtt_once_per_rtt,
+            slow_start_past_saved: scenario.slow_start_past_saved,
             queue_discipline: scenario.discipline.name(),
             policer: scenario.policer,
             policer2: scenario.policer2,

@@ -105,6 +105,11 @@ pub struct Scenario {
     /// The server updates its smoothed RTT and rttvar once per round trip
     /// ([`quiche::Config::enable_rtt_once_per_rtt`]) rather than per ACK.
     pub rtt_once_per_rtt: bool,
+    /// The server lets slow start go on past the saved capacity after a
+    /// validated jump once the round after it showed room
+    /// ([`cr_endpoint::ResumeConfig::slow_start_past_saved`]; on, as by
+    /// default).
+    pub slow_start_past_saved: bool,
 }
 
 impl Default for Scenario {
@@ -133,6 +138,7 @@ impl Default for Scenario {
             slow_start: SlowStart::Search,
             early_data: false,
             rtt_once_per_rtt: false,
+            slow_start_past_saved: true,
             discipline: Discipline::DropTail,
             policer: None,
             policer2: None,

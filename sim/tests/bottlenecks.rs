@@ -51,8 +51,12 @@ fn each_resumed_within(name: &str, at_most: f64) {
 
 /// Target: behind fq_codel, one flow resumed is no slower than without a
 /// token. Measured (10 MiB, 50 Mbit/s): 0.40 x (CUBIC), 0.34 x (Reno) and
-/// 0.48 x (BBR2) as long at 600 ms; 0.51, 0.45 and 0.55 x at 300 ms. A
-/// link without randomness gives every seed the same figure.
+/// 0.48 x (BBR2) as long at 600 ms; 0.57, 0.50 and 0.55 x at 300 ms, where
+/// CUBIC and Reno lose 167-168 packets (3 without a token): slow start goes
+/// on past the saved capacity, and CoDel's short queue never shows in the
+/// RTT that would end it (0.51 and 0.45 x, no loss, with it ending at the
+/// saved capacity). A link without randomness gives every seed the same
+/// figure.
 #[test]
 fn behind_fq_codel_one_resumed_flow_is_faster_than_without_a_token() {
     each_resumed_within("fq_codel-300ms", 0.6);
@@ -99,6 +103,25 @@ fn behind_fq_codel_a_resumed_crowd_of_ten_is_faster_and_fair() {
     assert!(resume.jain_fairness.is_some_and(|j| j >= 0.9), "{report:?}");
 }
 
+/// Target: over a path whose rate grew fivefold since the saved set was
+/// measured (10, then 50 Mbit/s, at 600 ms; 10 MiB), CUBIC and Reno
+/// resumed finish within 0.9 x the time without a token, losing nothing.
+/// The saved capacity is a fifth of the path: the round trip after the
+/// validated jump comes back whole with no queue in the RTT, and slow start
+/// goes on past it. Measured: 0.87 x (CUBIC) and 0.76 x (Reno), no loss;
+/// with slow start ending at the saved capacity for good, 1.33 x and
+/// 1.42 x. BBR2, which Careful Resume sends out of Startup at the saved
+/// rate, takes 1.03 x (not guarded).
+#[test]
+fn over_a_path_grown_fivefold_resuming_finishes_sooner() {
+    for r in case("grown-fivefold").filter(|r| r.cc != "bbr2") {
+        let ratio = r.versus_baseline().expect("both completed");
+        assert!(ratio <= 0.9, "{}: {ratio:.3} x the baseline's time", r.cc);
+        let lost = second(r).packets_lost;
+        assert_eq!(lost, 0, "{}: {lost} packets lost", r.cc);
+    }
+}
+
 /// Targets, behind a token-bucket policer at half the saved rate (the
 /// first connection saves 50 Mbit/s x 600 ms; the second meets 25 Mbit/s
 /// with a 1 MiB burst): the resumed connection retreats, loses at most
@@ -114,8 +137,16 @@ fn behind_fq_codel_a_resumed_crowd_of_ten_is_faster_and_fair() {
 /// policer passes: the jump is validated without a loss and Careful Resume
 /// rightly ends in Normal. At a third of the saved rate with a 64 KiB burst
 /// all three retreat (packet loss in Validating). The losses
-/// come after it, when Validating has let the window grow to the saved
-/// one and the controller goes on as the saved rate allows.
+/// come after it: Validating's slow start doubles the window to the saved
+/// one, and the policer's bucket passes that doubling, so the round trip
+/// after the validation goes out at the saved rate, twice what the policer
+/// passes, before anything can tell (a policer adds no delay; its drops
+/// come back a round trip later). That round comes back short, so slow
+/// start never goes past the saved capacity, and the figures are those of
+/// a ceiling at it. Meeting 1.5 x for CUBIC takes a window below the saved
+/// one at the validation (3/4 of it: 1.28 x), which every resumed
+/// connection would pay: with 0.1 % loss at 20 Mbit/s and 600 ms, Reno
+/// resumed then took longer than without a token at 19 of 40 seeds.
 #[test]
 fn behind_a_policer_at_half_the_saved_rate_resuming_finishes_sooner() {
     for r in case("policer-half") {
@@ -133,13 +164,15 @@ fn behind_a_policer_at_half_the_saved_rate_resuming_finishes_sooner() {
 }
 
 /// Target: on the GEO rain fade and the LEO schedule, resumed no slower
-/// than without a token (and on the LTE trace: 0.96-0.97 x). Measured, 10 MiB: rain fade (50 Mbit/s, 600 ms,
-/// down to 13 Mbit/s from 4.5 s) 0.58 x (CUBIC), 0.49 x (Reno), 0.70 x
-/// (BBR2); LEO (100 Mbit/s, 40 ms, a handover 2 s in) 0.86, 0.88 and
-/// 0.85 x. With 2 ms of jitter over ten seeds the rain fade holds at every
-/// seed, LEO in the median (0.71-0.91 x) but not at every seed: CUBIC and
-/// Reno were slower at 2 of 10 seeds (up to 1.6 x), as were their
-/// baselines at others, around the handover.
+/// than without a token. Measured, 10 MiB: rain fade (50 Mbit/s, 600 ms,
+/// down to 13 Mbit/s from 4.5 s) 0.57 x (CUBIC), 0.49 x (Reno), 0.70 x
+/// (BBR2); LEO (100 Mbit/s, 40 ms, a handover 2 s in) 0.86, 0.87 and
+/// 0.85 x; the LTE trace 0.96-0.97 x. With 2 ms of jitter over ten seeds
+/// the rain fade holds at every seed, LEO in the median (0.73-0.88 x) but
+/// not at every seed: CUBIC was slower at seeds 3 and 7 (1.60 and
+/// 1.02 x), Reno at seeds 2 and 3 (1.06 and 1.25 x). At those seeds the
+/// first connection was slow (SEARCH ended its slow start early under the
+/// jitter, 2.4-5.0 s against 1.1-1.4 s) and saved a small set.
 #[test]
 fn on_the_rain_fade_and_leo_schedules_resuming_is_no_slower() {
     for name in ["rain-fade", "leo", "lte"] {

@@ -60,14 +60,37 @@ fn with_random_loss_resuming_cubic_is_no_slower_than_without_a_token() {
 
 /// The same with Reno.
 #[test]
-#[ignore = "fails today: at 600 ms a random loss leaves Reno growing one packet per round \
-            trip from wherever its window was when the loss struck, so a seed's two \
-            sessions, whose losses strike different packets, differ by whole multiples \
-            (its first connections of the ten seeds took 15 to 96 s): resumed took \
-            3.66 x and 3.06 x as long as without a token at seeds 3 and 6, 0.74 x at \
-            the median"]
+#[ignore = "fails today at seeds 3 and 6 (3.00 x and 1.68 x as long as without a token; \
+            0.65 x at the median): at 600 ms with 0.1 % loss Reno runs near the Mathis \
+            limit (0.7 Mbit/s) and finishes these downloads only on the window it had when \
+            random losses began, so two sessions of a seed, whose losses strike at \
+            different windows, differ by whole multiples: the two connections without a \
+            token of seed 3 took 95.7 and 12.9 s, of seed 8 22.1 and 129.8 s"]
 fn with_random_loss_resuming_reno_is_no_slower_than_without_a_token() {
     holds("random-loss", &[CongestionControl::Reno]);
+}
+
+/// What holds for Reno under the random-loss guard's sweep: over the ten
+/// seeds, the resumed connection takes at most 0.70 x as long as the same
+/// seed's connection without a token at the median, and at most 3.1 x at
+/// any seed. Measured: 0.65 x and 3.00 x (seed 3, where the connection
+/// without a token met no loss until its window held 1.3 MB). Before slow
+/// start could go on past the saved capacity after a validated jump:
+/// 0.74 x and 3.66 x (seed 3 saved only 849 kB of a 1.5 MB path, and
+/// Reno stayed near it).
+#[test]
+fn with_random_loss_resuming_reno_is_faster_at_the_median() {
+    let mut guard = sweep::guard("random-loss").expect("random-loss");
+    guard.sweep.grid.ccs = vec![CongestionControl::Reno];
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runs = guard.sweep.run(threads);
+    let summaries = sweep::summarise(&runs);
+    let summary = summaries.first().expect("a summary");
+    let median = summary.median_resumed_versus_without.expect("a median");
+    let worst = summary.worst_resumed_versus_without.expect("a worst");
+    let table = sweep::render(&summaries);
+    assert!(median <= 0.70, "median {median:.3} x\n{table}");
+    assert!(worst <= 3.1, "worst {worst:.3} x\n{table}");
 }
 
 /// 10 MB at 20 Mbit/s and 600 ms, first and resumed, each controller, the

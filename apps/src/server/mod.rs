@@ -104,6 +104,11 @@ pub struct ServerOptions {
     /// instead of per ACK ([`quiche::Config::enable_rtt_once_per_rtt`]);
     /// off, quiche's behaviour, unless an operator measures a gain.
     pub rtt_once_per_rtt: bool,
+    /// Let slow start go on past the saved capacity after a validated jump
+    /// once the round after it showed room
+    /// ([`cr_endpoint::ResumeConfig::slow_start_past_saved`]; on by
+    /// default).
+    pub slow_start_past_saved: bool,
     /// Whether clients resuming a TLS session may send their request as
     /// early data (0-RTT), answered once the guard has recorded the first
     /// flight as new ([`cr_endpoint::ResumeConfig::early_data`]).
@@ -222,6 +227,7 @@ impl Server {
             max_jump: options.max_jump,
             jump_budget: options.jump_budget,
             early_data: options.early_data,
+            slow_start_past_saved: options.slow_start_past_saved,
             ..Default::default()
         };
         let guard = options

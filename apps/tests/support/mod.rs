@@ -39,6 +39,7 @@ pub fn server_options() -> ServerOptions {
         idle_timeout: Duration::from_secs(5),
         small_packets: false,
         rtt_once_per_rtt: false,
+        slow_start_past_saved: true,
         early_data: true,
         jump_budget: Some(Default::default()),
     }
