@@ -122,7 +122,7 @@ impl Config {
             beta: Beta::DEFAULT,
             rtt_upper_factor: Self::DEFAULT_RTT_UPPER_FACTOR,
             initial_data: InitialData::default(),
-            slow_start_past_saved: true,
+            slow_start_past_saved: false,
         })
     }
 
@@ -157,18 +157,21 @@ impl Config {
     /// Whether slow start may go on past the saved capacity after a
     /// validated jump once the round trip after the validation came back
     /// whole and without a queue
-    /// ([`crate::CarefulResume::on_ack_after_validation`]); on by default.
-    /// Off, slow start always ends at the saved capacity.
+    /// ([`crate::CarefulResume::on_ack_after_validation`]); off by default,
+    /// when slow start ends at the saved capacity.
     ///
     /// On pays where the saved capacity is well below the path: over a path
     /// grown fivefold since the set was saved, resuming took 1.33 x (CUBIC)
     /// and 1.42 x (Reno) the time without a token with it off, 0.87 x and
     /// 0.76 x with it on (cr-sim, 10 then 50 Mbit/s at 600 ms, 10 MiB). It
-    /// costs behind an AQM: CoDel keeps the queue below the RTT check's
-    /// threshold, so slow start goes on until CoDel drops (behind fq_codel
-    /// at 50 Mbit/s and 300 ms, 167 packets lost where none were, and 0.57 x
-    /// the time without a token instead of 0.51 x). `cr-sim run
-    /// --no-slow-start-past-saved` measures a path both ways.
+    /// costs where the saved capacity is near the path and the queue is
+    /// short or managed: the smoothed RTT lags a queue that fills within a
+    /// round trip, and CoDel keeps one below the check's threshold, so slow
+    /// start goes on until packets are dropped (behind fq_codel at 50
+    /// Mbit/s and 300 ms, 167 packets lost where none were; behind a 64 KiB
+    /// drop-tail queue at 20 Mbit/s and 300 ms, 92 on real sockets). So it
+    /// is off unless the paths are known to grow. `cr-sim run
+    /// --slow-start-past-saved` measures a path both ways.
     pub fn with_slow_start_past_saved(mut self, on: bool) -> Config {
         self.slow_start_past_saved = on;
         self

@@ -11,6 +11,11 @@ use std::time::{Duration, Instant};
 use careful_resume::{Ack, CarefulResume, Congestion, Phase, Trigger};
 use common::*;
 
+/// The configuration with slow start past the saved capacity on.
+fn past_saved() -> careful_resume::Config {
+    config().with_slow_start_past_saved(true)
+}
+
 /// An ACK with the controller's window `cwnd` and a smoothed RTT of `srtt`
 /// over the minimum RTT of `RTT`.
 fn ack_with(largest: u64, acked: usize, cwnd: usize, srtt: Duration, now: Instant) -> Ack {
@@ -67,7 +72,7 @@ fn round_sent(cr: &mut CarefulResume, packets: u64, clock: &Clock) {
 /// A round of 160 datagrams of which `delivered` come back: the ssthresh
 /// the ACK that covers the round's last packet sets.
 fn after_a_round_delivering(delivered: usize) -> (CarefulResume, Option<usize>) {
-    after_a_round_delivering_with(config(), delivered)
+    after_a_round_delivering_with(past_saved(), delivered)
 }
 
 fn after_a_round_delivering_with(
@@ -100,12 +105,11 @@ fn a_round_that_delivers_fifteen_sixteenths_opens_slow_start_past_the_saved_capa
     assert_eq!(cr.on_ack_after_validation(&queue), None);
 }
 
-/// Turned off, slow start ends at the saved capacity whatever the round
-/// after the validation shows.
+/// Off by default: slow start ends at the saved capacity whatever the
+/// round after the validation shows.
 #[test]
-fn turned_off_slow_start_ends_at_the_saved_capacity() {
-    let off = config().with_slow_start_past_saved(false);
-    let (_, ssthresh) = after_a_round_delivering_with(off, 160);
+fn by_default_slow_start_ends_at_the_saved_capacity() {
+    let (_, ssthresh) = after_a_round_delivering_with(config(), 160);
     assert_eq!(ssthresh, None);
 }
 
@@ -142,7 +146,7 @@ fn slow_start_past_the_saved_capacity_ends_where_the_rtt_shows_a_queue() {
 #[test]
 fn a_queue_in_the_round_after_the_validation_keeps_the_saved_capacity() {
     let clock = Clock::new();
-    let mut cr = jumped(200, &clock);
+    let mut cr = jumped_with(past_saved(), 200, &clock);
     validated(&mut cr, &clock);
     round_sent(&mut cr, 160, &clock);
     let queued = ack_with(300, pkts(100), pkts(200), RTT * 2, clock.at(450));
@@ -170,7 +174,7 @@ fn only_a_validated_window_based_jump_is_followed() {
     let clock = Clock::new();
     let probe = ack_with(500, pkts(100), pkts(300), RTT, clock.at(500));
 
-    let mut cr = jumped(200, &clock);
+    let mut cr = jumped_with(past_saved(), 200, &clock);
     assert_eq!(cr.on_ack_after_validation(&probe), None);
     cr.on_congestion(Congestion::Loss, clock.at(150))
         .expect("a Safe Retreat");
@@ -179,6 +183,9 @@ fn only_a_validated_window_based_jump_is_followed() {
     assert!(!cr.is_active());
     assert_eq!(cr.on_ack_after_validation(&probe), None);
 
-    let mut cr = jump(CarefulResume::new_rate_based(config(), saved(200)), &clock);
+    let mut cr = jump(
+        CarefulResume::new_rate_based(past_saved(), saved(200)),
+        &clock,
+    );
     assert_eq!(cr.on_ack_after_validation(&probe), None);
 }

@@ -55,8 +55,8 @@ pub struct ResumeConfig {
     /// Whether slow start may go on past the saved capacity after a
     /// validated jump, once the round trip after it came back whole and
     /// without a queue ([`careful_resume::Config::with_slow_start_past_saved`]:
-    /// it pays where the path grew since the set was saved and costs some
-    /// loss behind an AQM). On by default.
+    /// it pays where the path grew since the set was saved and costs loss
+    /// behind short or managed queues). Off by default.
     pub slow_start_past_saved: bool,
 }
 
@@ -70,7 +70,7 @@ impl Default for ResumeConfig {
             retry: true,
             retry_token_lifetime: Duration::from_secs(10),
             early_data: true,
-            slow_start_past_saved: true,
+            slow_start_past_saved: false,
         }
     }
 }

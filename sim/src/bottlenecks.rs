@@ -59,6 +59,11 @@ fn geo(rtt_ms: u64) -> Scenario {
 /// [`CONTROLLERS`] (the scenario's own controller is replaced).
 pub fn cases() -> Vec<Case> {
     let policer: Policer = "25mbit,1MiB".parse().expect("a valid policer");
+    let grown = Scenario {
+        rate: Rate::mbit(10),
+        rate2: Some(Rate::mbit(50)),
+        ..geo(600)
+    };
     let three = |scenario: Scenario| Scenario {
         later_sizes: vec![10 << 20; 2],
         ..scenario
@@ -135,10 +140,14 @@ pub fn cases() -> Vec<Case> {
         Case {
             name: "grown-fivefold".into(),
             about: "10 Mbit/s saved, 50 Mbit/s on the second connection's path, 600 ms",
+            scenario: grown.clone(),
+        },
+        Case {
+            name: "grown-fivefold-past-saved".into(),
+            about: "the same with slow start past the saved capacity (--slow-start-past-saved)",
             scenario: Scenario {
-                rate: Rate::mbit(10),
-                rate2: Some(Rate::mbit(50)),
-                ..geo(600)
+                slow_start_past_saved: true,
+                ..grown
             },
         },
         Case {

@@ -201,11 +201,11 @@ struct RunArgs {
     /// from the mean and spread of its samples, instead of per ACK.
     #[arg(long)]
     rtt_once_per_rtt: bool,
-    /// After a validated jump, slow start ends at the saved capacity, even
-    /// when the round trip after it came back whole and without a queue
-    /// (by default it then goes on past it).
+    /// After a validated jump, slow start goes on past the saved capacity
+    /// once the round trip after it came back whole and without a queue
+    /// (by default it ends at the saved capacity).
     #[arg(long)]
-    no_slow_start_past_saved: bool,
+    slow_start_past_saved: bool,
     /// Largest random extra one-way delay, e.g. 3ms.
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     jitter: Duration,
@@ -306,6 +306,10 @@ struct SweepArgs {
     /// from the mean and spread of its samples, instead of per ACK.
     #[arg(long)]
     rtt_once_per_rtt: bool,
+    /// After a validated jump, slow start goes on past the saved capacity
+    /// once the round trip after it came back whole and without a queue.
+    #[arg(long)]
+    slow_start_past_saved: bool,
     /// The link drops everything for DURATION from START after each
     /// connection's start, e.g. 3s,5s; each one given is a value of the
     /// sweep.
@@ -327,7 +331,8 @@ struct SweepArgs {
     /// outage.
     #[arg(long, conflicts_with_all = [
         "rates", "rtts", "sizes", "size_bdp", "loss", "seeds", "cc", "queue",
-        "policer", "schedule", "jitter", "rtt_once_per_rtt", "outage", "resumed", "sample",
+        "policer", "schedule", "jitter", "rtt_once_per_rtt", "slow_start_past_saved", "outage",
+        "resumed", "sample",
     ])]
     guard: Option<String>,
     /// Print one JSON line per point (schema in the crate documentation);
@@ -365,6 +370,7 @@ impl SweepArgs {
                 queue: self.bottleneck.queue_limit(),
                 jitter: self.jitter,
                 rtt_once_per_rtt: self.rtt_once_per_rtt,
+                slow_start_past_saved: self.slow_start_past_saved,
                 discipline: self.bottleneck.queue.discipline,
                 policer: self.bottleneck.policer,
                 schedule: self.bottleneck.schedule()?,
@@ -545,7 +551,7 @@ impl RunArgs {
             early_data: self.early_data,
             competing: self.competing.then(Competing::default),
             rtt_once_per_rtt: self.rtt_once_per_rtt,
-            slow_start_past_saved: !self.no_slow_start_past_saved,
+            slow_start_past_saved: self.slow_start_past_saved,
             jitter: self.jitter,
             discipline: self.bottleneck.queue.discipline,
             policer: self.bottleneck.policer,

@@ -107,7 +107,7 @@ pub struct Scenario {
     pub rtt_once_per_rtt: bool,
     /// The server lets slow start go on past the saved capacity after a
     /// validated jump once the round after it showed room
-    /// ([`cr_endpoint::ResumeConfig::slow_start_past_saved`]; on, as by
+    /// ([`cr_endpoint::ResumeConfig::slow_start_past_saved`]; off, as by
     /// default).
     pub slow_start_past_saved: bool,
 }
@@ -138,7 +138,7 @@ impl Default for Scenario {
             slow_start: SlowStart::Search,
             early_data: false,
             rtt_once_per_rtt: false,
-            slow_start_past_saved: true,
+            slow_start_past_saved: false,
             discipline: Discipline::DropTail,
             policer: None,
             policer2: None,

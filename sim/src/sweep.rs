@@ -82,6 +82,9 @@ pub struct Grid {
     /// The RTT estimate updated once per round trip, on every path (see
     /// [`Scenario::rtt_once_per_rtt`]).
     pub rtt_once_per_rtt: bool,
+    /// Slow start past the saved capacity after a validated jump, on every
+    /// path (see [`Scenario::slow_start_past_saved`]).
+    pub slow_start_past_saved: bool,
     /// Whether each point runs a first connection and a second one
     /// presenting its token, beside the same seed's session whose second
     /// connection presents none; otherwise the first connection alone.
@@ -104,6 +107,7 @@ impl Default for Grid {
             queue: base.queue,
             jitter: base.jitter,
             rtt_once_per_rtt: base.rtt_once_per_rtt,
+            slow_start_past_saved: base.slow_start_past_saved,
             discipline: base.discipline,
             policer: base.policer,
             schedule: base.schedule,
@@ -221,6 +225,7 @@ impl Grid {
             seed: point.seed,
             jitter: self.jitter,
             rtt_once_per_rtt: self.rtt_once_per_rtt,
+            slow_start_past_saved: self.slow_start_past_saved,
             discipline: self.discipline,
             policer: self.policer,
             schedule: self.schedule.clone(),

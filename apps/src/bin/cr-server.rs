@@ -62,12 +62,13 @@ struct Args {
     /// ACK, as RFC 9002's pseudo-code and quiche do).
     #[arg(long)]
     rtt_once_per_rtt: bool,
-    /// After a validated jump, end slow start at the saved capacity even
-    /// when the round trip after it came back whole and without a queue
-    /// (by default it then goes on past it: faster where paths grew since
-    /// their sets were saved, some loss behind fq_codel or CoDel).
+    /// After a validated jump, let slow start go on past the saved capacity
+    /// once the round trip after it came back whole and without a queue:
+    /// faster where paths grew since their sets were saved, losses behind
+    /// short drop-tail queues and fq_codel or CoDel (by default slow start
+    /// ends at the saved capacity).
     #[arg(long)]
-    no_slow_start_past_saved: bool,
+    slow_start_past_saved: bool,
     /// Refuse early data (0-RTT): clients resuming a TLS session send their
     /// request after the handshake. By default a request in early data is
     /// answered at once when the guard records its first flight as new
@@ -179,7 +180,7 @@ fn run(args: Args) -> Result<(), AppError> {
         idle_timeout: args.idle_timeout,
         small_packets: args.small_packets,
         rtt_once_per_rtt: args.rtt_once_per_rtt,
-        slow_start_past_saved: !args.no_slow_start_past_saved,
+        slow_start_past_saved: args.slow_start_past_saved,
         early_data: !args.no_early_data,
     })?;
     server.set_server_id(args.server_id);

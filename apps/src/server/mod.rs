@@ -106,7 +106,7 @@ pub struct ServerOptions {
     pub rtt_once_per_rtt: bool,
     /// Let slow start go on past the saved capacity after a validated jump
     /// once the round after it showed room
-    /// ([`cr_endpoint::ResumeConfig::slow_start_past_saved`]; on by
+    /// ([`cr_endpoint::ResumeConfig::slow_start_past_saved`]; off by
     /// default).
     pub slow_start_past_saved: bool,
     /// Whether clients resuming a TLS session may send their request as
