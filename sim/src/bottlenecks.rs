@@ -291,3 +291,44 @@ pub fn render(results: &[BottleneckResult]) -> String {
         &rows,
     )
 }
+
+/// The short table the README quotes: per case, the resumed connection's
+/// time over the time without a token with each controller, and its
+/// packets lost against those without a token.
+pub fn render_summary(results: &[BottleneckResult]) -> String {
+    let mut out = String::from(
+        "| case | CUBIC | Reno | BBR2 | lost, resumed / no token |\n|---|---:|---:|---:|---|\n",
+    );
+    let mut names: Vec<&str> = Vec::new();
+    for r in results {
+        if !names.contains(&r.name.as_str()) {
+            names.push(&r.name);
+        }
+    }
+    for name in names {
+        let mine: Vec<&BottleneckResult> = results.iter().filter(|r| r.name == name).collect();
+        let ratio = |cc: &str| {
+            mine.iter()
+                .find(|r| r.cc == cc)
+                .and_then(|r| r.versus_baseline())
+                .map_or("-".into(), |x| format!("{x:.2}x"))
+        };
+        let lost: Vec<String> = mine
+            .iter()
+            .map(|r| {
+                let of = |c: Option<&ConnectionReport>| {
+                    c.map_or("-".into(), |c| c.packets_lost.to_string())
+                };
+                format!("{} / {}", of(r.second()), of(r.second_without_token()))
+            })
+            .collect();
+        out.push_str(&format!(
+            "| {name} | {} | {} | {} | {} |\n",
+            ratio("cubic"),
+            ratio("reno"),
+            ratio("bbr2"),
+            lost.join(", ")
+        ));
+    }
+    out.trim_end().to_string()
+}

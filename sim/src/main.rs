@@ -705,7 +705,7 @@ fn run(command: Command) -> Result<(), String> {
             blocks.push(cr_sim::results::budget_block(&crowds, &without_budget));
             blocks.push(cr_sim::results::first_connections_block(&first));
             let bottlenecks = cr_sim::bottlenecks::run(&cr_sim::bottlenecks::cases());
-            blocks.push(cr_sim::results::bottlenecks_block(&bottlenecks));
+            blocks.extend(cr_sim::results::bottlenecks_blocks(&bottlenecks));
             for file in files {
                 let doc = std::fs::read_to_string(&file)
                     .map_err(|e| format!("reading {}: {e}", file.display()))?;

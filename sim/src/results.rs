@@ -14,8 +14,8 @@
 //! (each marker a line of its own); the lines between are replaced whole.
 //! The blocks are `headline`, `suite`, `packing`, `crowds`,
 //! `crowds-competing` ([`blocks`]), `crowds-budget` ([`budget_block`]),
-//! `first-connections` ([`first_connections_block`]) and `bottlenecks`
-//! ([`bottlenecks_block`]).
+//! `first-connections` ([`first_connections_block`]), `bottlenecks` and
+//! `bottlenecks-summary` ([`bottlenecks_blocks`]).
 
 use crate::bottlenecks::{self, BottleneckResult};
 use crate::first_connections::{self, SweepRow};
@@ -90,9 +90,13 @@ pub fn budget_block(with: &[CrowdResult], without: &[CrowdResult]) -> (&'static 
     ("crowds-budget", out.trim_end().to_string())
 }
 
-/// The block of the bottleneck cases (`bottlenecks`).
-pub fn bottlenecks_block(results: &[BottleneckResult]) -> (&'static str, String) {
-    ("bottlenecks", fenced(&bottlenecks::render(results)))
+/// The blocks of the bottleneck cases: the table (`bottlenecks`) and the
+/// README's summary of it (`bottlenecks-summary`).
+pub fn bottlenecks_blocks(results: &[BottleneckResult]) -> [(&'static str, String); 2] {
+    [
+        ("bottlenecks", fenced(&bottlenecks::render(results))),
+        ("bottlenecks-summary", bottlenecks::render_summary(results)),
+    ]
 }
 
 /// The block of the first-connection sweep (`first-connections`).

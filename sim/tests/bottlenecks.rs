@@ -247,14 +247,23 @@ fn a_path_change_in_the_jump_ends_it_within_a_round_trip_and_retires_the_set() {
     }
 }
 
-/// The table docs/results.md quotes is what these cases give: `make
-/// results` writes it, and a figure edited by hand or left behind fails.
+/// The table docs/results.md quotes and the README's summary of it are
+/// what these cases give: `make results` writes them, and a figure edited
+/// by hand or left behind fails.
 #[test]
 fn the_docs_quote_the_bottleneck_cases_as_they_run() {
-    let block = cr_sim::results::bottlenecks_block(results());
-    let doc = include_str!("../../docs/results.md");
-    let stale = cr_sim::results::stale(doc, std::slice::from_ref(&block));
-    assert!(stale.is_empty(), "docs/results.md: run make results");
-    let (_, found) = cr_sim::results::update(doc, &[block]);
-    assert_eq!(found, 1, "docs/results.md quotes the bottlenecks block");
+    let blocks = cr_sim::results::bottlenecks_blocks(results());
+    let docs = [
+        ("docs/results.md", include_str!("../../docs/results.md")),
+        ("README.md", include_str!("../../README.md")),
+    ];
+    for (file, doc) in docs {
+        let stale = cr_sim::results::stale(doc, &blocks);
+        assert!(
+            stale.is_empty(),
+            "{file}: {stale:?} stale; run make results"
+        );
+        let (_, found) = cr_sim::results::update(doc, &blocks);
+        assert_eq!(found, 1, "{file} quotes one bottleneck block");
+    }
 }
