@@ -3,7 +3,8 @@
 //! the saved rate, links whose rate and delay follow a schedule, and paths
 //! that change while a resumed connection jumps. Each case runs resumed and
 //! without a token, CUBIC, Reno and BBR2; `make results` writes the table
-//! ([`render`]) into docs/results.md and `make sim-guards` checks it.
+//! ([`render`]) into docs/results.md and its summary ([`render_summary`])
+//! into the README, and `make sim-guards` checks both.
 
 use std::time::Duration;
 
