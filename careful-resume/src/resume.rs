@@ -759,6 +759,11 @@ impl CarefulResume {
     /// delay check, not SEARCH, ends that slow start: SEARCH's record starts
     /// afresh after the jump and needs three round trips before its first
     /// verdict.
+    ///
+    /// Only with [`Config::with_slow_start_past_saved`] on (off by default):
+    /// where the saved capacity is near the path and the queue short or
+    /// managed by CoDel, the smoothed RTT shows the queue too late, and the
+    /// doubling meets drops. Off, this always returns `None`.
     pub fn on_ack_after_validation(&mut self, ack: &Ack) -> Option<usize> {
         if self.is_active() || self.past_saved == PastSaved::Closed {
             return None;
