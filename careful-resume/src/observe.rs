@@ -38,7 +38,12 @@
 //!   in it; if that carries less than three quarters of the jump per min
 //!   RTT, the packets in flight stood in a queue (a round trip a third
 //!   longer than the minimum at least), so the path, not the sender,
-//!   limited the rate, and the path no longer carries the set.
+//!   limited the rate, and the path no longer carries the set. A
+//!   rate-based sender (BBR) keeps about twice the BDP it measures in
+//!   flight, less than a jump once the path lost most of its capacity; its
+//!   delivery rate is the path's whenever it has more to send, so once its
+//!   jump was validated its spans are judged while it is not
+//!   application-limited.
 //! - Nothing below 4 x IW is saved: it would not be worth a jump.
 //!
 //! Measured in cr-sim: see the table in the README's simulator section.
@@ -93,6 +98,11 @@ pub struct ObserverConfig {
     pub refresh_interval: Duration,
     /// The window over which the minimum RTT is taken.
     pub rtt_window: Duration,
+    /// Whether the controller is rate-based (BBR): it keeps about twice the
+    /// BDP it measures in flight, so a path that lost capacity before the
+    /// jump never sees a jump's worth in flight, and the floor is judged,
+    /// once a jump was validated, whenever the sender has more to send.
+    pub rate_based: bool,
 }
 
 impl ObserverConfig {
@@ -102,6 +112,7 @@ impl ObserverConfig {
             initial_window,
             refresh_interval: Duration::from_secs(60),
             rtt_window: Duration::from_secs(300),
+            rate_based: false,
         }
     }
 
@@ -168,6 +179,9 @@ pub struct Observer {
     /// change to it marks the end of a burst.
     app_limited: bool,
     floor_test: FloorTest,
+    /// Whether this connection's jump was validated (a rate-based sender's
+    /// floor is judged from then on, see [`ObserverConfig::rate_based`]).
+    jump_validated: bool,
 }
 
 /// Whether the path still carries the floor, judged span by span while the
@@ -197,6 +211,7 @@ impl Observer {
             last: None,
             app_limited: false,
             floor_test: FloorTest::default(),
+            jump_validated: false,
         }
     }
 
@@ -289,7 +304,7 @@ impl Observer {
         let ran_out = app_limited && !self.app_limited;
         let drained = app_limited && bytes_in_flight == 0;
         self.app_limited = app_limited;
-        self.test_floor(bytes_in_flight, now);
+        self.test_floor(app_limited, bytes_in_flight, now);
         if !(ran_out || drained) {
             return None;
         }
@@ -314,6 +329,9 @@ impl Observer {
     /// a connection that measures exactly what it started from would leave
     /// the client presenting the spent set next time, and not resume.
     pub fn on_transition(&mut self, transition: &Transition) {
+        if transition.trigger == Trigger::LastUnvalidatedPacketAcknowledged {
+            self.jump_validated = true;
+        }
         if transition.to == Phase::Unvalidated && self.last.is_some_and(|last| last.handed_on) {
             self.last = None;
         }
@@ -348,12 +366,14 @@ impl Observer {
 
     /// Judges the floor's span that ends `now`, if one does (see
     /// [`FloorTest`]); a span that fell short counts as congestion.
-    fn test_floor(&mut self, bytes_in_flight: usize, now: Instant) {
+    fn test_floor(&mut self, app_limited: bool, bytes_in_flight: usize, now: Instant) {
         let (Some(floor), Some(min_rtt)) = (self.floor(), self.min_rtt.get()) else {
             return;
         };
         let jump = floor / 2;
-        if bytes_in_flight < jump {
+        let holding = bytes_in_flight >= jump
+            || (self.config.rate_based && self.jump_validated && !app_limited);
+        if !holding {
             self.floor_test = FloorTest::default();
             return;
         }

@@ -451,3 +451,52 @@ fn a_span_without_a_delivery_rate_keeps_the_floor() {
     // Had the floor fallen, this lower measure would go out.
     assert_eq!(feed.sample(1_010, 360_000, 100), None);
 }
+
+/// The jump validated: the transition out of Validating.
+fn validated_at(at: Instant) -> Transition {
+    Transition {
+        from: Phase::Validating,
+        to: Phase::Normal,
+        trigger: Trigger::LastUnvalidatedPacketAcknowledged,
+        cwnd: None,
+        ssthresh: Some(1_000_000),
+        pipesize: 500_000,
+        first_unvalidated_pn: Some(10),
+        last_unvalidated_pn: Some(400),
+        saved: SavedState {
+            cwnd: 1_000_000,
+            rtt: MS * 100,
+        },
+        saved_set_consumed: false,
+        at,
+    }
+}
+
+/// A rate-based sender (BBR) keeps about twice the BDP it measures in
+/// flight, less than a jump on a path that lost most of its capacity: once
+/// its jump was validated, its spans are judged whenever it has more to
+/// send. Before, and for a window-based sender, less than a jump in flight
+/// says nothing.
+#[test]
+fn a_rate_based_sender_is_judged_with_less_than_a_jump_in_flight_once_its_jump_was_validated() {
+    let rate_based = ObserverConfig {
+        rate_based: true,
+        ..ObserverConfig::new(IW)
+    };
+    for (config, withdrawn) in [(rate_based, true), (ObserverConfig::new(IW), false)] {
+        let mut feed = Feed::from(Observer::with_floor(config, 1_000_000));
+        feed.sample(0, 100_000, 100).unwrap();
+        // Before the validation the floor stands, whatever is delivered.
+        assert_eq!(feed.sending(10, 500, 100_000, 200_000), vec![]);
+        feed.observer.on_transition(&validated_at(feed.at(500)));
+        // The span from 510 ms is judged at 710 ms; the next sample then
+        // replaces the set with what was measured.
+        let emitted = feed.sending(510, 1_000, 100_000, 200_000);
+        let expected: Vec<Observation> = withdrawn
+            .then(|| saved(100_000, 100, feed.at(720)))
+            .flatten()
+            .into_iter()
+            .collect();
+        assert_eq!(emitted, expected, "rate-based: {}", config.rate_based);
+    }
+}
