@@ -3,8 +3,9 @@
 //! (a burst far over Linux's default socket buffer goes through with no
 //! kernel drop), its upstream sockets stay on loopback in the server's
 //! family, on the client's own loopback address where it has one (the
-//! server sees each client's network), a flow idle for the timeout is closed with its thread, and
-//! with the schedule per flow each new flow meets the schedule from its start.
+//! server sees each client's network), a flow idle for the timeout is
+//! closed with its thread, and with the schedule per flow each new flow
+//! meets the schedule from its start.
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, UdpSocket};
