@@ -80,6 +80,7 @@
 //! | loss or ECN-CE, after the controller's reduction | [`CarefulResume::on_congestion`] | transition |
 //! | persistent congestion | [`CarefulResume::on_persistent_congestion`] | transition |
 //! | path change or migration | [`CarefulResume::on_path_change`] | transition |
+//! | ACK processed, once Careful Resume is over | [`CarefulResume::on_ack_after_validation`] | ssthresh |
 //!
 //! ECN-CE (the `ECN_CE` trigger) is in the state machine, but quiche 0.30
 //! has no ECN: it sends no packet marked ECN-capable and ignores the ECN
@@ -92,8 +93,11 @@
 //! `saved_set_consumed`; log a `careful_resume_phase_updated` qlog event from
 //! the fields (`Phase::as_str`, `Trigger::as_str` give the exact strings).
 //!
-//! On the hot path, guard every call with [`CarefulResume::is_active`] (one
-//! branch once CR is over), and while it is active:
+//! On the hot path, guard every call with [`CarefulResume::wants_events`]
+//! (one branch once CR is over; after a validated jump it stays true while
+//! Careful Resume follows the round after it, which only
+//! [`Config::with_slow_start_past_saved`] turns on), and while
+//! [`CarefulResume::is_active`]:
 //! - the effective window is `window().map_or(cwnd, |w| w.apply(cwnd))`;
 //! - skip the controller's window growth when `suppresses_growth()`;
 //! - while unvalidated, pace every packet with

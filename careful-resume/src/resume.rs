@@ -405,15 +405,22 @@ impl CarefulResume {
         Some(self.end(Trigger::PersistentCongestion, None, None, now))
     }
 
-    /// Whether Careful Resume may still act. Once false, it stays false and
-    /// every event returns `None`: the hot path can skip it with this check,
-    /// but for [`CarefulResume::on_packet_sent`],
-    /// [`CarefulResume::on_congestion`] and
-    /// [`CarefulResume::on_ack_after_validation`], which follow the round
-    /// after a validated jump.
+    /// Whether Careful Resume may still act on the window through its
+    /// phases. Once false, it stays false.
     #[inline]
     pub fn is_active(&self) -> bool {
         self.phase != Phase::Normal
+    }
+
+    /// Whether Careful Resume still needs the connection's events: while it
+    /// is active, and after it while it follows the round after a validated
+    /// jump ([`CarefulResume::on_ack_after_validation`], only with slow start
+    /// past the saved capacity on). Once false, it stays false and every
+    /// event returns `None`: the per-packet and per-ACK paths skip it with
+    /// this check.
+    #[inline]
+    pub fn wants_events(&self) -> bool {
+        self.is_active() || self.past_saved != PastSaved::Closed
     }
 
     /// The current phase.

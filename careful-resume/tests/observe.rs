@@ -107,6 +107,28 @@ fn handed_on(cwnd: usize, rtt_ms: u32, at: Instant) -> Option<Observation> {
     })
 }
 
+/// A phase change of the connection's Careful Resume, from a saved set of
+/// 1 MB over 100 ms (the observer reads its phase, trigger and whether it
+/// consumed the set).
+fn change(from: Phase, to: Phase, trigger: Trigger, consumed: bool, at: Instant) -> Transition {
+    Transition {
+        from,
+        to,
+        trigger,
+        cwnd: None,
+        ssthresh: None,
+        pipesize: 0,
+        first_unvalidated_pn: None,
+        last_unvalidated_pn: None,
+        saved: SavedState {
+            cwnd: 1_000_000,
+            rtt: MS * 100,
+        },
+        saved_set_consumed: consumed,
+        at,
+    }
+}
+
 #[test]
 fn saves_the_delivery_rate_times_the_min_rtt() {
     let mut feed = Feed::new();
@@ -251,22 +273,13 @@ fn after_the_jump_the_set_handed_on_is_replaced_even_by_an_equal_measure() {
         handed_on(1_000_000, 100, feed.at(0))
     );
     // The jump spends the set that token carries.
-    feed.observer.on_transition(&Transition {
-        from: Phase::Reconnaissance,
-        to: Phase::Unvalidated,
-        trigger: Trigger::CongestionWindowLimited,
-        cwnd: Some(500_000),
-        ssthresh: None,
-        pipesize: IW,
-        first_unvalidated_pn: Some(10),
-        last_unvalidated_pn: None,
-        saved: SavedState {
-            cwnd: 1_000_000,
-            rtt: MS * 100,
-        },
-        saved_set_consumed: false,
-        at: feed.at(100),
-    });
+    feed.observer.on_transition(&change(
+        Phase::Reconnaissance,
+        Phase::Unvalidated,
+        Trigger::CongestionWindowLimited,
+        false,
+        feed.at(100),
+    ));
     // What it measures next, exactly the floor, goes out again: the client
     // must not be left with the spent token as its newest.
     assert_eq!(
@@ -295,22 +308,8 @@ fn congestion_withdraws_a_handed_on_set() {
 
 #[test]
 fn only_phase_changes_that_discredit_the_set_drop_the_floor() {
-    let change = |to, trigger, saved_set_consumed| Transition {
-        from: Phase::Unvalidated,
-        to,
-        trigger,
-        cwnd: None,
-        ssthresh: None,
-        pipesize: 0,
-        first_unvalidated_pn: None,
-        last_unvalidated_pn: None,
-        saved: SavedState {
-            cwnd: 1_000_000,
-            rtt: MS * 100,
-        },
-        saved_set_consumed,
-        at: Instant::now(),
-    };
+    let change =
+        |to, trigger, consumed| change(Phase::Unvalidated, to, trigger, consumed, Instant::now());
     for (transition, kept) in [
         (
             change(Phase::Validating, Trigger::LastUnvalidatedPacketSent, false),
@@ -454,22 +453,13 @@ fn a_span_without_a_delivery_rate_keeps_the_floor() {
 
 /// The jump validated: the transition out of Validating.
 fn validated_at(at: Instant) -> Transition {
-    Transition {
-        from: Phase::Validating,
-        to: Phase::Normal,
-        trigger: Trigger::LastUnvalidatedPacketAcknowledged,
-        cwnd: None,
-        ssthresh: Some(1_000_000),
-        pipesize: 500_000,
-        first_unvalidated_pn: Some(10),
-        last_unvalidated_pn: Some(400),
-        saved: SavedState {
-            cwnd: 1_000_000,
-            rtt: MS * 100,
-        },
-        saved_set_consumed: false,
+    change(
+        Phase::Validating,
+        Phase::Normal,
+        Trigger::LastUnvalidatedPacketAcknowledged,
+        false,
         at,
-    }
+    )
 }
 
 /// A rate-based sender (BBR) keeps about twice the BDP it measures in

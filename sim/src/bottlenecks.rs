@@ -13,8 +13,7 @@ use serde::Serialize;
 use crate::parallel::run_parallel;
 use crate::report::{ConnectionReport, Report};
 use crate::scenario::Scenario;
-use crate::session::run_session;
-use crate::suite::Case;
+use crate::suite::{report, Case};
 use crate::table;
 use crate::units::{QueueLimit, Rate};
 use cr_serve::bottleneck::{Discipline, Policer, Schedule};
@@ -203,12 +202,6 @@ impl BottleneckResult {
         let third = self.resumed.as_ref().ok()?.connections.get(2)?;
         Some(third.token_presented.as_ref()?.capacity_bytes)
     }
-}
-
-fn report(scenario: &Scenario) -> Result<Report, String> {
-    run_session(scenario, false)
-        .map(|outcome| Report::of(&outcome))
-        .map_err(|e| e.to_string())
 }
 
 /// Runs each case with each controller, resumed and without a token, on

@@ -349,7 +349,7 @@ impl CaseResult {
 }
 
 /// One session's report, or why it failed.
-fn report(scenario: &Scenario) -> Result<Report, String> {
+pub(crate) fn report(scenario: &Scenario) -> Result<Report, String> {
     run_session(scenario, false)
         .map(|outcome| Report::of(&outcome))
         .map_err(|e: SimError| e.to_string())
