@@ -1,20 +1,21 @@
-//! SEARCH's arithmetic on exact numbers: bins of 20 ms (a first RTT sample
-//! of 100 ms over a window of two RTTs), one ACK just after each bin
-//! boundary, and the verdict at every bin, computed by hand from the
-//! module's rule: the bytes acknowledged over the last ten bins against the
-//! bytes sent over ten bins one RTT earlier (interpolated within a bin),
-//! where bins that passed without an ACK keep the totals of the last one.
-//! Found by mutation testing (`make mutants`).
+//! SEARCH's arithmetic on exact numbers: bins of 5 ms (a first RTT sample
+//! of 100 ms over a window of two RTTs, forty bins), a packet sent just
+//! after each bin boundary and an ACK just after it, and the verdict at
+//! every step, computed by hand from the module's rule: at each boundary,
+//! the bytes acknowledged over the last forty bins against the bytes sent
+//! over forty bins one RTT earlier (interpolated within a bin); slow start
+//! ends at the tenth reading in a row short by 5 % or more. Found by
+//! mutation testing (`make mutants`).
 
 use std::time::{Duration, Instant};
 
-use careful_resume::search::{Search, SearchVerdict, THRESHOLD_PERCENT};
+use careful_resume::search::{Search, SearchVerdict, SHORT_READINGS, THRESHOLD_PERCENT};
 
 const MS: Duration = Duration::from_millis(1);
 
 use SearchVerdict::{Exit, KeepingUp, Waiting};
 
-/// A connection fed bin by bin.
+/// A connection fed step by step.
 struct Feed {
     search: Search,
     start: Instant,
@@ -22,7 +23,7 @@ struct Feed {
 
 impl Feed {
     /// The first ACK (nothing acknowledged yet) at the start, with an RTT
-    /// of 100 ms: bins of 20 ms.
+    /// of 100 ms: bins of 5 ms, boundary n at 5n ms.
     fn new() -> Feed {
         let mut search = Search::new();
         let start = Instant::now();
@@ -30,192 +31,236 @@ impl Feed {
         Feed { search, start }
     }
 
-    /// `sent` bytes sent during bin `bin`, then, unless `acked` is None, an
-    /// ACK of that many bytes 1 ms after the bin's end, with `rtt`.
-    fn bin(
+    /// Step `n`: `sent` bytes sent 1 ms after boundary n, then, unless
+    /// `acked` is None, an ACK of that many bytes 2 ms after it, with
+    /// `rtt`.
+    fn step(
         &mut self,
-        bin: u32,
+        n: u32,
         sent: usize,
         acked: Option<usize>,
         rtt: Duration,
     ) -> Option<SearchVerdict> {
-        self.search.on_packet_sent(sent);
+        self.search
+            .on_packet_sent(sent, self.start + MS * (5 * n + 1));
         acked.map(|acked| {
             self.search
-                .on_ack(acked, rtt, self.start + MS * (20 * bin + 1))
+                .on_ack(acked, rtt, self.start + MS * (5 * n + 2))
         })
     }
 }
 
-/// 1,000 bytes sent per bin, `acked` acknowledged: the first verdict comes
-/// at bin 16 (a window of ten bins ending one bin before one RTT, five
-/// bins, ago), then one per bin.
-fn steady(acked: usize) -> Vec<SearchVerdict> {
+/// 1,000 bytes sent per step, `acked` acknowledged, for `steps` steps.
+fn steady(acked: usize, steps: u32) -> Vec<SearchVerdict> {
     let mut feed = Feed::new();
-    (1..=18)
-        .map(|bin| feed.bin(bin, 1000, Some(acked), MS * 100).unwrap())
+    (1..=steps)
+        .map(|n| feed.step(n, 1000, Some(acked), MS * 100).unwrap())
         .collect()
 }
 
+/// The first reading comes at boundary 61: a window of forty bins ending
+/// one RTT (twenty bins) back, whose start (boundary 1) follows the first
+/// ACK's bin; slow start ends at the tenth short reading, boundary 70.
 #[test]
-fn the_first_verdict_comes_once_a_window_one_rtt_back_is_recorded() {
-    let verdicts = steady(600);
-    assert_eq!(verdicts[..15], [Waiting; 15]);
-    // 6,000 bytes delivered against 10,000 sent: 40 % short.
+fn the_first_reading_comes_once_a_window_one_rtt_back_is_recorded() {
+    assert_eq!(SHORT_READINGS, 10);
+    let verdicts = steady(600, 72);
+    assert_eq!(verdicts[..60], [Waiting; 60]);
+    // 24,000 bytes delivered against 40,000 sent: 40 % short.
     assert_eq!(
-        verdicts[15..],
+        verdicts[60..69],
+        [KeepingUp {
+            shortfall_percent: 40
+        }; 9]
+    );
+    assert_eq!(
+        verdicts[69..],
         [Exit {
             shortfall_percent: 40
         }; 3]
     );
 }
 
-/// The draft's rule with the project's threshold: a shortfall of 35 % ends
-/// slow start, 34.9 % does not.
+/// A reading short by 5 % counts, one short by 4.9 % does not.
 #[test]
-fn a_shortfall_of_exactly_the_threshold_ends_slow_start() {
-    assert_eq!(THRESHOLD_PERCENT, 35);
+fn a_shortfall_of_exactly_the_threshold_counts() {
+    assert_eq!(THRESHOLD_PERCENT, 5);
     assert_eq!(
-        steady(650)[15],
+        steady(950, 70)[69],
         Exit {
-            shortfall_percent: 35
+            shortfall_percent: 5
         }
     );
     assert_eq!(
-        steady(651)[15],
-        KeepingUp {
-            shortfall_percent: 34
-        }
+        steady(951, 80)[60..],
+        [KeepingUp {
+            shortfall_percent: 4
+        }; 20]
     );
 }
 
-/// An RTT of 110 ms is five bins and a half: the sent window one RTT back
-/// is half the window ending five bins back and half the one ending six
-/// bins back. Sending grows (100 x n bytes in bin n), 400 bytes acknowledged
-/// per bin: at bin 16, (6,500 + 5,500) / 2 = 6,000 sent against 4,000
-/// delivered.
+/// Nine short readings, then one that is not (an ACK of 16,000 bytes at
+/// step 69 makes up the shortfall for the forty readings whose window holds
+/// it), then ten short ones again: slow start ends at boundary 119, not 70.
 #[test]
-fn one_rtt_back_is_interpolated_within_a_bin() {
+fn a_reading_that_keeps_up_starts_the_count_again() {
     let mut feed = Feed::new();
-    let verdicts: Vec<_> = (1..=20)
-        .map(|bin| {
-            feed.bin(bin, 100 * bin as usize, Some(400), MS * 110)
-                .unwrap()
+    let verdicts: Vec<_> = (1..=119)
+        .map(|n| {
+            let acked = if n == 69 { 16_600 } else { 600 };
+            feed.step(n, 1000, Some(acked), MS * 100).unwrap()
         })
         .collect();
-    assert_eq!(verdicts[..15], [Waiting; 15]);
-    let shortfall = |v: &SearchVerdict| match *v {
-        Exit { shortfall_percent } | KeepingUp { shortfall_percent } => shortfall_percent,
-        Waiting => panic!("a verdict"),
+    let short = KeepingUp {
+        shortfall_percent: 40,
     };
+    assert_eq!(verdicts[60..69], [short; 9]);
     assert_eq!(
-        verdicts[15],
-        KeepingUp {
-            shortfall_percent: 33
-        }
+        verdicts[69..109],
+        [KeepingUp {
+            shortfall_percent: 0
+        }; 40]
     );
+    assert_eq!(verdicts[109..118], [short; 9]);
     assert_eq!(
-        verdicts[16..].iter().map(shortfall).collect::<Vec<_>>(),
-        [42, 50, 55, 60]
-    );
-}
-
-/// No ACK at bins 17 and 18: they keep bin 16's totals (16,000 sent, 9,600
-/// acknowledged), and bin 19's ACK acknowledges three bins' worth. The
-/// windows that include them show it: at bin 22 the sent window one RTT
-/// back (bins 7 to 17) holds 9,000 bytes, at bin 27 the delivered one
-/// (bins 17 to 27) 6,600.
-#[test]
-fn bins_without_an_ack_keep_the_totals_of_the_last_one() {
-    let mut feed = Feed::new();
-    let mut verdicts = Vec::new();
-    for bin in 1..=30 {
-        let acked = match bin {
-            17 | 18 => None,
-            19 => Some(1800),
-            _ => Some(600),
-        };
-        verdicts.extend(feed.bin(bin, 1000, acked, MS * 100).map(|v| (bin, v)));
-    }
-    // Every reading is at least 20 % and follows another: each is an exit,
-    // those under 35 % by the sustained rule.
-    let exit = |shortfall_percent| Exit { shortfall_percent };
-    assert_eq!(
-        verdicts[15..],
-        [
-            (16, exit(40)),
-            (19, exit(40)),
-            (20, exit(40)),
-            (21, exit(40)),
-            (22, exit(33)),
-            (23, exit(25)),
-            (24, exit(40)),
-            (25, exit(40)),
-            (26, exit(40)),
-            (27, exit(34)),
-            (28, exit(28)),
-            (29, exit(40)),
-            (30, exit(40)),
-        ]
-    );
-}
-
-/// A gap of exactly a window (ten bins) keeps the record; only a longer one
-/// (nothing acknowledged for more than a whole window) starts it afresh.
-#[test]
-fn only_a_gap_longer_than_a_window_starts_the_record_afresh() {
-    for (next, fresh) in [(26, false), (27, true)] {
-        let mut feed = Feed::new();
-        for bin in 1..=16 {
-            feed.bin(bin, 1000, Some(600), MS * 100).unwrap();
-        }
-        let verdict = feed.bin(next, 1000, Some(600), MS * 100).unwrap();
-        assert_eq!(
-            verdict == Waiting,
-            fresh,
-            "an ACK at bin {next}: {verdict:?}"
-        );
-    }
-}
-
-/// restart() forgets everything: the next ACK fixes the bins anew, and a
-/// verdict takes 16 bins again.
-#[test]
-fn a_restart_forgets_the_record() {
-    let mut feed = Feed::new();
-    for bin in 1..=16 {
-        feed.bin(bin, 1000, Some(600), MS * 100).unwrap();
-    }
-    feed.search.restart();
-    // 60 ms after bin 16: the first ACK since the restart.
-    let restarted = feed.start + MS * (20 * 16 + 61);
-    assert_eq!(feed.search.on_ack(0, MS * 100, restarted), Waiting);
-    for bin in 1..=15 {
-        feed.search.on_packet_sent(1000);
-        let at = restarted + MS * (20 * bin + 1);
-        assert_eq!(feed.search.on_ack(600, MS * 100, at), Waiting, "bin {bin}");
-    }
-    feed.search.on_packet_sent(1000);
-    let at = restarted + MS * (20 * 16 + 1);
-    assert_eq!(
-        feed.search.on_ack(600, MS * 100, at),
+        verdicts[118],
         Exit {
             shortfall_percent: 40
         }
     );
 }
 
-/// The record keeps 26 bins of sent totals: an RTT of 15 bins (300 ms
-/// against the first sample's 100) needs the window ending 15 bins back
-/// and the one before it, 26 bins back, which is gone: no verdict.
+/// An RTT of 102.5 ms is twenty bins and a half: the sent window one RTT
+/// back is half the window ending twenty bins back and half the one ending
+/// twenty-one bins back. Sending grows (100 x n bytes at step n), 1,000
+/// bytes acknowledged per step: at boundary 61, (82,000 + 78,000) / 2 =
+/// 80,000 sent against 40,000 delivered, then 84,000 and 88,000.
+#[test]
+fn one_rtt_back_is_interpolated_within_a_bin() {
+    let mut feed = Feed::new();
+    let rtt = Duration::from_micros(102_500);
+    let verdicts: Vec<_> = (1..=63)
+        .map(|n| feed.step(n, 100 * n as usize, Some(1000), rtt).unwrap())
+        .collect();
+    assert_eq!(verdicts[..60], [Waiting; 60]);
+    let shortfall = |v: &SearchVerdict| match *v {
+        Exit { shortfall_percent } | KeepingUp { shortfall_percent } => shortfall_percent,
+        Waiting => panic!("a verdict"),
+    };
+    assert_eq!(
+        verdicts[60..].iter().map(shortfall).collect::<Vec<_>>(),
+        [50, 52, 54]
+    );
+}
+
+/// Packets sent record the totals at the boundaries they pass, so bins
+/// without an ACK hold what was sent by then: with an ACK of 2,400 bytes
+/// every fourth step only, every window of forty bins holds ten ACKs
+/// against 40,000 bytes sent, and every reading is 40 % short. The ACK at
+/// step 72 reports the twelfth short reading in a row.
+#[test]
+fn bins_without_an_ack_hold_what_was_sent() {
+    let mut feed = Feed::new();
+    let verdicts: Vec<_> = (1..=72)
+        .filter_map(|n: u32| {
+            let acked = n.is_multiple_of(4).then_some(2400);
+            feed.step(n, 1000, acked, MS * 100).map(|v| (n, v))
+        })
+        .collect();
+    assert_eq!(
+        verdicts[15..],
+        [
+            (
+                64,
+                KeepingUp {
+                    shortfall_percent: 40
+                }
+            ),
+            (
+                68,
+                KeepingUp {
+                    shortfall_percent: 40
+                }
+            ),
+            (
+                72,
+                Exit {
+                    shortfall_percent: 40
+                }
+            ),
+        ]
+    );
+}
+
+/// A gap of a window (forty bins) after the bin of the last ACK keeps the
+/// record; only a longer one (nothing acknowledged for more than a whole
+/// window) starts it afresh.
+#[test]
+fn only_a_gap_longer_than_a_window_starts_the_record_afresh() {
+    for (next, fresh) in [(104, false), (105, true)] {
+        let mut feed = Feed::new();
+        for n in 1..=64 {
+            feed.step(n, 1000, Some(600), MS * 100).unwrap();
+        }
+        let verdict = feed.step(next, 1000, Some(600), MS * 100).unwrap();
+        assert_eq!(
+            verdict == Waiting,
+            fresh,
+            "an ACK at step {next}: {verdict:?}"
+        );
+    }
+}
+
+/// restart() forgets everything: the next ACK fixes the bins anew, and an
+/// exit takes 70 steps again.
+#[test]
+fn a_restart_forgets_the_record() {
+    let mut feed = Feed::new();
+    for n in 1..=70 {
+        feed.step(n, 1000, Some(600), MS * 100).unwrap();
+    }
+    feed.search.restart();
+    // 60 ms after step 70: the first ACK since the restart.
+    let restarted = feed.start + MS * (5 * 70 + 60);
+    assert_eq!(feed.search.on_ack(0, MS * 100, restarted), Waiting);
+    let mut feed = Feed {
+        search: feed.search,
+        start: restarted,
+    };
+    let verdicts: Vec<_> = (1..=70)
+        .map(|n| feed.step(n, 1000, Some(600), MS * 100).unwrap())
+        .collect();
+    assert_eq!(verdicts[..60], [Waiting; 60]);
+    assert_eq!(
+        verdicts[69],
+        Exit {
+            shortfall_percent: 40
+        }
+    );
+}
+
+/// The record keeps 101 bins of sent totals: an RTT of 59 bins (295 ms
+/// against the first sample's 100) needs the window ending 59 bins back
+/// and the one before it, 100 bins back, which is one too far: no verdict;
+/// 58 bins (290 ms) still reads.
 #[test]
 fn an_rtt_beyond_the_recorded_history_gives_no_verdict() {
     let mut feed = Feed::new();
-    for bin in 1..=40 {
+    for n in 1..=200 {
         assert_eq!(
-            feed.bin(bin, 1000, Some(600), MS * 300),
+            feed.step(n, 1000, Some(600), MS * 295),
             Some(Waiting),
-            "bin {bin}"
+            "step {n}"
         );
     }
+    let mut feed = Feed::new();
+    let verdicts: Vec<_> = (1..=200)
+        .map(|n| feed.step(n, 1000, Some(600), MS * 290).unwrap())
+        .collect();
+    assert_eq!(
+        verdicts[199],
+        Exit {
+            shortfall_percent: 40
+        }
+    );
 }
