@@ -20,7 +20,7 @@
 //!              [--policer RATE,BURST] [--schedule FILE]
 //!              [--jitter T] [--outage START,DURATION].. [--resumed]
 //!              [--sample N [--seed S]] [--json]
-//! cr-sim sweep --guard first-loss|random-loss|outage [--json]
+//! cr-sim sweep --guard first-loss|random-loss|outage|leo|rain-fade [--json]
 //! cr-sim satellite [--json]
 //! cr-sim suite [--json]
 //! cr-sim demo [--out DIR]
@@ -327,8 +327,8 @@ struct SweepArgs {
     /// Seed of the sample's design (default 1).
     #[arg(long, requires = "sample")]
     seed: Option<u64>,
-    /// Run a guard's sweep and checks instead: first-loss, random-loss or
-    /// outage.
+    /// Run a guard's sweep and checks instead: first-loss, random-loss,
+    /// outage, leo or rain-fade.
     #[arg(long, conflicts_with_all = [
         "rates", "rtts", "sizes", "size_bdp", "loss", "seeds", "cc", "queue",
         "policer", "schedule", "jitter", "rtt_once_per_rtt", "slow_start_past_saved", "outage",

@@ -28,6 +28,7 @@ use std::time::Duration;
 use qlog_cr::Trigger;
 use serde::Serialize;
 
+use crate::bottlenecks;
 use crate::first_connections::ideal_doubling;
 use crate::first_connections::SweepPath;
 use crate::parallel::run_parallel;
@@ -605,6 +606,12 @@ fn ms(n: u64) -> Duration {
 ///   connection, and ends its Careful Resume unless its whole jump had
 ///   arrived. An outage of 2 s is about three probe timeouts at 600 ms, and
 ///   need not be.
+/// - `leo` and `rain-fade`: 10 MiB over the LEO schedule (100 Mbit/s and
+///   40 ms to begin with) and the GEO rain fade (50 Mbit/s and 600 ms), 2 ms
+///   of jitter, ten seeds, each controller: the resumed connection is no
+///   slower than the same seed's connection without a token. The jitter
+///   moves every first connection's slow start, and with it the capacity
+///   the resumed one starts from.
 pub fn guards() -> Vec<Guard> {
     let satellite = Grid {
         rates: vec![Rate::mbit(20)],
@@ -617,6 +624,15 @@ pub fn guards() -> Vec<Guard> {
         ],
         resumed: true,
         ..Grid::default()
+    };
+    let scheduled = |rate: Rate, rtt: Duration, schedule: &str| Grid {
+        rates: vec![rate],
+        rtts: vec![rtt],
+        sizes: vec![Volume::Bytes(10 << 20)],
+        seeds: (1..=10).collect(),
+        jitter: ms(2),
+        schedule: Some(schedule.parse().expect("the built-in schedules parse")),
+        ..satellite.clone()
     };
     vec![
         Guard {
@@ -665,7 +681,7 @@ pub fn guards() -> Vec<Guard> {
                             })
                         })
                         .collect(),
-                    ..satellite
+                    ..satellite.clone()
                 },
                 sample: None,
             },
@@ -674,6 +690,24 @@ pub fn guards() -> Vec<Guard> {
                 Check::PersistentCongestionFound(Duration::from_secs(10)),
                 Check::JumpEndsOnPersistentCongestion(Duration::from_secs(5)),
             ],
+        },
+        Guard {
+            name: "leo",
+            about: "over the LEO schedule with jitter, resuming is no slower than not",
+            sweep: Sweep {
+                grid: scheduled(Rate::mbit(100), ms(40), bottlenecks::LEO),
+                sample: None,
+            },
+            checks: vec![Check::ResumedNoSlower],
+        },
+        Guard {
+            name: "rain-fade",
+            about: "through a GEO rain fade with jitter, resuming is no slower than not",
+            sweep: Sweep {
+                grid: scheduled(Rate::mbit(50), ms(600), bottlenecks::RAIN_FADE),
+                sample: None,
+            },
+            checks: vec![Check::ResumedNoSlower],
         },
     ]
 }

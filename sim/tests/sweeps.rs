@@ -34,13 +34,34 @@ fn holds(name: &str, ccs: &[CongestionControl]) {
 
 /// First connections of CUBIC and Reno over 5-300 Mbit/s and 100-1000 ms,
 /// objects of 0.5, 2 and 8 x BDP, a 1 x BDP drop-tail queue: none loses
-/// more than 2 % of what it sends. Measured: at most 1.80 % (CUBIC, 8.88
-/// Mbit/s, 236 ms, 8 x BDP), Reno nothing; within 1.03 x of ideal doubling
-/// slow start. (With SEARCH ending slow start only on a single reading of
-/// 35 %, 4 of the 48 runs lost 10-20.6 %.)
+/// more than 2 % of what it sends. Measured: none loses a packet (SEARCH
+/// ending slow start on a shortfall that lasts); within 1.03 x of ideal
+/// doubling slow start. (With SEARCH ending slow start on a single reading
+/// of 35 %, 4 of the 48 runs lost 10-20.6 %; with that or 15 % at two
+/// readings, CUBIC lost 1.80 % at 8.88 Mbit/s, 236 ms, 8 x BDP.)
 #[test]
 fn first_connections_lose_at_most_2_percent_over_paths_and_sizes() {
     holds("first-loss", &[]);
+}
+
+/// 10 MiB over the LEO schedule (100 Mbit/s and 40 ms to begin with, a
+/// reconfiguration every 15 s) with 2 ms of jitter, ten seeds, each
+/// controller: the resumed connection finishes no later than the same
+/// seed's connection without a token. Measured: 0.84-0.89 x. (When a
+/// single reading of SEARCH's shortfall could end slow start, the jitter
+/// ended some first connections' slow start at a tenth of the BDP, they
+/// saved a small set, and CUBIC resumed 1.60 x as long at seed 3.)
+#[test]
+fn over_the_leo_schedule_with_jitter_resuming_is_no_slower() {
+    holds("leo", &[]);
+}
+
+/// 10 MiB through the GEO rain fade (50 Mbit/s and 600 ms, down to
+/// 13 Mbit/s from 4.5 s) with 2 ms of jitter, ten seeds, each controller:
+/// resumed no slower than without a token. Measured: 0.49-0.70 x.
+#[test]
+fn through_the_rain_fade_with_jitter_resuming_is_no_slower() {
+    holds("rain-fade", &[]);
 }
 
 /// 10 MB at 20 Mbit/s and 600 ms with 0.1 % random loss, ten seeds, BBR2:
@@ -60,13 +81,13 @@ fn with_random_loss_resuming_cubic_is_no_slower_than_without_a_token() {
 
 /// The same with Reno.
 #[test]
-#[ignore = "fails today at seeds 3 and 6 (3.66 x and 2.92 x as long as without a token, \
-            0.74 x at the median; 3.00 x and 1.68 x with slow start past the saved capacity): \
+#[ignore = "fails today at seeds 3 and 6 (1.43 x and 2.50 x as long as without a token, \
+            0.73 x at the median; 1.17 x and 1.44 x with slow start past the saved capacity): \
             at 600 ms with 0.1 % loss Reno runs near the Mathis \
             limit (0.7 Mbit/s) and finishes these downloads only on the window it had when \
             random losses began, so two sessions of a seed, whose losses strike at \
-            different windows, differ by whole multiples: the two connections without a \
-            token of seed 3 took 95.7 and 12.9 s, of seed 8 22.1 and 129.8 s"]
+            different windows, differ by whole multiples: the connection without a token of \
+            seed 6 took 11.4 s, of seed 8 129.8 s"]
 fn with_random_loss_resuming_reno_is_no_slower_than_without_a_token() {
     holds("random-loss", &[CongestionControl::Reno]);
 }
@@ -75,10 +96,10 @@ fn with_random_loss_resuming_reno_is_no_slower_than_without_a_token() {
 /// past the saved capacity (`--slow-start-past-saved`, off by default):
 /// over the ten seeds, the resumed connection takes at most 0.70 x as long
 /// as the same seed's connection without a token at the median, and at
-/// most 3.1 x at any seed. Measured: 0.65 x and 3.00 x (seed 3, where the
-/// connection without a token met no loss until its window held 1.3 MB).
-/// By default, slow start ending at the saved capacity: 0.74 x and 3.66 x
-/// (seed 3 saved only 849 kB of a 1.5 MB path, and Reno stayed near it).
+/// most 1.6 x at any seed. Measured: 0.645 x and 1.44 x (seed 6, where
+/// the connection without a token took 11.4 s). By default, slow start
+/// ending at the saved capacity: 0.73 x and 2.50 x (seed 3 saved only
+/// 849 kB of a 1.5 MB path, and Reno stayed near it).
 #[test]
 fn with_random_loss_and_slow_start_past_saved_resuming_reno_is_faster_at_the_median() {
     let mut guard = sweep::guard("random-loss").expect("random-loss");
@@ -92,7 +113,7 @@ fn with_random_loss_and_slow_start_past_saved_resuming_reno_is_faster_at_the_med
     let worst = summary.worst_resumed_versus_without.expect("a worst");
     let table = sweep::render(&summaries);
     assert!(median <= 0.70, "median {median:.3} x\n{table}");
-    assert!(worst <= 3.1, "worst {worst:.3} x\n{table}");
+    assert!(worst <= 1.6, "worst {worst:.3} x\n{table}");
 }
 
 /// 10 MB at 20 Mbit/s and 600 ms, first and resumed, each controller, the
