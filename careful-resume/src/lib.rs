@@ -81,6 +81,7 @@
 //! | persistent congestion | [`CarefulResume::on_persistent_congestion`] | transition |
 //! | path change or migration | [`CarefulResume::on_path_change`] | transition |
 //! | ACK processed, once Careful Resume is over | [`CarefulResume::on_ack_after_validation`] | ssthresh |
+//! | loss, once Careful Resume is over, after the controller's reduction | [`CarefulResume::on_loss_after_validation`] | window, ssthresh and CUBIC's W_max down to it |
 //!
 //! ECN-CE (the `ECN_CE` trigger) is in the state machine, but quiche 0.30
 //! has no ECN: it sends no packet marked ECN-capable and ignores the ECN
@@ -96,7 +97,9 @@
 //! On the hot path, guard every call with [`CarefulResume::wants_events`]
 //! (one branch once CR is over; after a validated jump it stays true while
 //! Careful Resume follows the round after it, which only
-//! [`Config::with_slow_start_past_saved`] turns on), and while
+//! [`Config::with_slow_start_past_saved`] turns on), but for
+//! [`CarefulResume::on_loss_after_validation`], which losses reach after
+//! that too; and while
 //! [`CarefulResume::is_active`]:
 //! - the effective window is `window().map_or(cwnd, |w| w.apply(cwnd))`;
 //! - skip the controller's window growth when `suppresses_growth()`;

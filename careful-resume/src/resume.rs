@@ -13,6 +13,12 @@ use crate::recon::{Reconnaissance, Verdict};
 /// at less than this fraction (numerator, denominator) of the pacing rate.
 const PATH_LIMITED_RATIO: (u128, u128) = (4, 5);
 
+/// After a validated jump, losses found within this many smoothed RTTs
+/// (numerator, denominator) are of packets sent while it was being
+/// validated: a packet sent just before the validation is declared lost at
+/// the latest 9/8 of an RTT later (RFC 9002's time threshold).
+const LOSS_AFTER_VALIDATION_RTTS: (u32, u32) = (5, 4);
+
 /// The share of the round after a validated jump (numerator, denominator)
 /// that must be acknowledged for slow start to go on past the saved
 /// capacity: what random loss leaves, not what a path carrying less does.
@@ -122,6 +128,9 @@ pub struct CarefulResume {
     /// After a validated jump, whether slow start may go past the saved
     /// capacity.
     past_saved: PastSaved,
+    /// When a window-based jump was validated, and the capacity it
+    /// validated (PipeSize then), until the first loss after it.
+    validated: Option<(Instant, usize)>,
 }
 
 impl CarefulResume {
@@ -154,6 +163,7 @@ impl CarefulResume {
             claim_pending: false,
             history: Vec::with_capacity(4),
             past_saved: PastSaved::Closed,
+            validated: None,
         }
     }
 
@@ -356,6 +366,9 @@ impl CarefulResume {
                             ceiling
                         }
                     };
+                    if !self.rate_based {
+                        self.validated = Some((ack.now, self.pipesize));
+                    }
                     let trigger = Trigger::LastUnvalidatedPacketAcknowledged;
                     Some(self.end(trigger, None, Some(ssthresh), ack.now))
                 } else {
@@ -810,6 +823,39 @@ impl CarefulResume {
             self.past_saved = PastSaved::Closed;
             None
         }
+    }
+
+    /// Call, once Careful Resume is over, when losses were found (by an ACK
+    /// or the loss timer, after the base controller reacted); returns, for
+    /// the first losses after a validated jump when they come within about
+    /// a round trip of the validation, the capacity the jump validated: the
+    /// window, ssthresh and CUBIC's W_max are to come down to it, never up.
+    /// The only call that still counts once [`CarefulResume::wants_events`]
+    /// is false.
+    ///
+    /// While the jump is validated the window grows in slow start on its
+    /// ACKs, towards the saved capacity (RFC 9959: the base controller
+    /// runs). Those packets are not validated, and losses among them say
+    /// the path carries less than that window: the validated PipeSize is
+    /// what it showed it carries. The base controller's own reduction
+    /// starts from the window the losses refuted: behind a policer at
+    /// exactly the jump's rate, CUBIC went from the saved 3.75 MB to 2.63,
+    /// 1.92 and 1.35 MB in three congestion events, losing 2.34 x what a
+    /// connection without a token loses (1.22 x from PipeSize; Reno, which
+    /// halves, landed on PipeSize on its own). Later losses are the base
+    /// controller's alone.
+    pub fn on_loss_after_validation(
+        &mut self,
+        now: Instant,
+        smoothed_rtt: Duration,
+    ) -> Option<usize> {
+        if self.is_active() {
+            return None;
+        }
+        let (validated_at, pipesize) = self.validated.take()?;
+        let (num, den) = LOSS_AFTER_VALIDATION_RTTS;
+        let window = smoothed_rtt.saturating_mul(num) / den;
+        (now.saturating_duration_since(validated_at) <= window).then_some(pipesize)
     }
 
     /// While the jump is validated, the base controller slow-starts on; once

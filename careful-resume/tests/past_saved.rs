@@ -26,36 +26,6 @@ fn ack_with(largest: u64, acked: usize, cwnd: usize, srtt: Duration, now: Instan
     }
 }
 
-/// The jump of 100 datagrams (pn 10 to 99, 200 saved) validated at 300 ms,
-/// after Validating's slow start sent pn 100 to 199: ssthresh is the saved
-/// capacity, and the round after the validation is the packets after 199.
-fn validated(cr: &mut CarefulResume, clock: &Clock) {
-    send_quietly(cr, 10..=98, pkts(10), clock.at(110));
-    let t = cr.on_packet_sent(&sent(99, pkts(100), true, clock.at(110)));
-    assert_eq!(t.map(|t| t.to), Some(Phase::Validating));
-    assert_eq!(
-        cr.on_ack(&ack(Some(10), pkts(11), pkts(89), RTT, clock.at(210))),
-        None
-    );
-    for pn in 100..=199 {
-        assert_eq!(
-            cr.on_packet_sent(&sent(pn, pkts(100), true, clock.at(220))),
-            None
-        );
-    }
-    let t = cr
-        .on_ack(&ack(Some(99), pkts(89), pkts(100), RTT, clock.at(300)))
-        .expect("validated");
-    assert_eq!(
-        (t.to, t.trigger, t.ssthresh),
-        (
-            Phase::Normal,
-            Trigger::LastUnvalidatedPacketAcknowledged,
-            Some(pkts(200))
-        )
-    );
-}
-
 /// Sends the round after the validation, `packets` datagrams from pn 200,
 /// and has its first packet acknowledged at 400 ms.
 fn round_sent(cr: &mut CarefulResume, packets: u64, clock: &Clock) {

@@ -126,27 +126,25 @@ fn over_a_path_grown_fivefold_resuming_with_slow_start_past_saved_finishes_soone
 /// first connection saves 50 Mbit/s x 600 ms; the second meets 25 Mbit/s
 /// with a 1 MiB burst): the resumed connection retreats, loses at most
 /// 1.5 x what the baseline loses, and finishes no later than 1.1 x the
-/// baseline. Measured: it finishes at 0.53 x (CUBIC), 0.54 x (Reno) and
-/// 0.56 x (BBR2) the baseline's time (with a 64 KiB burst 0.17, 0.41 and
-/// 0.57 x).
-///
-/// Misses, guarded at the measured figures: it never retreats, and loses
-/// 2.34 x (CUBIC), 0.94 x (Reno) and 1.36 x (BBR2) the baseline's packets.
-/// The jump sends at about half the saved rate (CUBIC and Reno: half the
-/// saved window paced over one RTT; BBR2 measured 24.6 Mbit/s), what the
-/// policer passes: the jump is validated without a loss and Careful Resume
-/// rightly ends in Normal. At a third of the saved rate with a 64 KiB burst
-/// all three retreat (packet loss in Validating). The losses
-/// come after it: Validating's slow start doubles the window to the saved
+/// baseline. Measured: it finishes at 0.59 x (CUBIC), 0.54 x (Reno) and
+/// 0.56 x (BBR2) the baseline's time, losing 1.22 x, 0.94 x and 1.36 x its
+/// packets. Validating's slow start doubles the window towards the saved
 /// one, and the policer's bucket passes that doubling, so the round trip
-/// after the validation goes out at the saved rate, twice what the policer
-/// passes, before anything can tell (a policer adds no delay; its drops
-/// come back a round trip later). That round comes back short, so slow
-/// start never goes past the saved capacity, and the figures are those of
-/// a ceiling at it. Meeting 1.5 x for CUBIC takes a window below the saved
-/// one at the validation (3/4 of it: 1.28 x), which every resumed
-/// connection would pay: with 0.1 % loss at 20 Mbit/s and 600 ms, Reno
-/// resumed then took longer than without a token at 19 of 40 seeds.
+/// after the validation goes out at twice what the policer passes before
+/// its drops can come back (a policer adds no delay); the first losses
+/// after the validation bring the window to the capacity the jump
+/// validated (CUBIC reducing from the refuted window instead lost 2.34 x,
+/// through three congestion events).
+///
+/// Miss: it never retreats. The jump sends at about half the saved rate
+/// (CUBIC and Reno: half the saved window paced over one RTT; BBR2
+/// measured 24.6 Mbit/s), what the policer passes: the jump is validated
+/// without a loss and Careful Resume rightly ends in Normal. At a third of
+/// the saved rate with a 64 KiB burst all three retreat (packet loss in
+/// Validating). With a 64 KiB burst at half the saved rate the baseline's
+/// slow start ends on the policer's first drops and it loses only 148-435
+/// packets, taking 17-40 s; the resumed connection loses 2-10 x as many and
+/// finishes in 0.26-0.86 x the time (results.md).
 #[test]
 fn behind_a_policer_at_half_the_saved_rate_resuming_finishes_sooner() {
     for r in case("policer-half") {
@@ -156,7 +154,7 @@ fn behind_a_policer_at_half_the_saved_rate_resuming_finishes_sooner() {
         let without = r.second_without_token().expect("the baseline ran");
         let losses = lost(second(r)) / lost(without).max(1.0);
         assert!(
-            losses <= 2.4,
+            losses <= 1.5,
             "{}: {losses:.2} x the baseline's losses",
             r.cc
         );
@@ -202,9 +200,11 @@ fn on_the_rain_fade_and_leo_schedules_resuming_is_no_slower() {
 /// Also a miss, guarded as measured: behind the quarter-BDP queue the jump
 /// is validated (the drop came after half of it had passed), and slow start
 /// then goes on towards the saved capacity, four times the new path's: the
-/// resumed connection loses 2190 (CUBIC), 945 (Reno) and 2191 (BBR2)
+/// resumed connection loses 982 (CUBIC), 945 (Reno) and 2191 (BBR2)
 /// packets where the connection without a token loses none, though it
-/// still finishes first.
+/// still finishes first. (The first losses after the validation bring a
+/// window-based controller's window to the capacity the jump validated;
+/// CUBIC, reducing from the grown window instead, lost 2190.)
 #[test]
 fn a_path_change_in_the_jump_ends_it_within_a_round_trip_and_retires_the_set() {
     let changes = [
@@ -239,7 +239,8 @@ fn a_path_change_in_the_jump_ends_it_within_a_round_trip_and_retires_the_set() {
             );
             if name == "drop-in-jump-shallow" {
                 let lost = second.packets_lost;
-                assert!(lost <= 2200, "{name}, {}: {lost} lost", r.cc);
+                let limit = if r.cc == "bbr2" { 2200 } else { 1000 };
+                assert!(lost <= limit, "{name}, {}: {lost} lost", r.cc);
             }
         }
     }

@@ -1,0 +1,66 @@
+//! After a validated jump, the first losses found within about a round trip
+//! are of packets sent while it was being validated, when the window grew
+//! in slow start on its ACKs: the window comes down to the capacity the
+//! jump validated ([`CarefulResume::on_loss_after_validation`]).
+
+mod common;
+
+use careful_resume::{CarefulResume, Congestion};
+use common::*;
+
+/// The jump (pn 10 to 99) is validated at 300 ms with PipeSize 110
+/// datagrams (the 10 in flight when it began and the 100 acknowledged
+/// since), the smoothed RTT 100 ms: losses found until 425 ms (5/4 of it
+/// later) bring the window to PipeSize, once.
+#[test]
+fn the_first_losses_within_a_round_trip_of_the_validation_cap_the_window_at_pipesize() {
+    let clock = Clock::new();
+    let mut cr = jumped(200, &clock);
+    validated(&mut cr, &clock);
+    assert_eq!(cr.pipesize(), pkts(110));
+    assert_eq!(
+        cr.on_loss_after_validation(clock.at(425), RTT),
+        Some(pkts(110))
+    );
+    assert_eq!(cr.on_loss_after_validation(clock.at(430), RTT), None);
+}
+
+/// Losses found later are of packets sent after the validation: the base
+/// controller's alone, now and after.
+#[test]
+fn losses_more_than_a_round_trip_after_the_validation_are_the_controllers() {
+    let clock = Clock::new();
+    let mut cr = jumped(200, &clock);
+    validated(&mut cr, &clock);
+    assert_eq!(cr.on_loss_after_validation(clock.at(426), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(clock.at(427), RTT), None);
+}
+
+/// Before the validation Careful Resume answers losses itself (Safe
+/// Retreat); after a Safe Retreat nothing was validated; a rate-based
+/// controller (BBR) ends its own Startup at the rate the jump showed.
+#[test]
+fn only_a_validated_window_based_jump_caps_the_window() {
+    let clock = Clock::new();
+
+    let mut cr = jumped(200, &clock);
+    assert_eq!(cr.on_loss_after_validation(clock.at(150), RTT), None);
+    cr.on_congestion(Congestion::Loss, clock.at(150))
+        .expect("a Safe Retreat");
+    cr.on_ack(&ack(Some(99), pkts(10), 0, RTT, clock.at(300)))
+        .expect("recovery over");
+    assert!(!cr.is_active());
+    assert_eq!(cr.on_loss_after_validation(clock.at(310), RTT), None);
+
+    let mut cr = jump(CarefulResume::new_rate_based(config(), saved(200)), &clock);
+    validated_rate_based(&mut cr, &clock);
+    assert_eq!(cr.on_loss_after_validation(clock.at(310), RTT), None);
+}
+
+/// A rate-based jump whose last unvalidated packet is acknowledged.
+fn validated_rate_based(cr: &mut CarefulResume, clock: &Clock) {
+    send_quietly(cr, 10..=99, pkts(10), clock.at(110));
+    let _ = cr.on_ack(&ack(Some(10), pkts(11), pkts(89), RTT, clock.at(210)));
+    let _ = cr.on_ack(&ack(Some(99), pkts(89), pkts(1), RTT, clock.at(300)));
+    assert!(!cr.is_active(), "{:?}", cr.history());
+}
