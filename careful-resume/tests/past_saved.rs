@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use careful_resume::{Ack, CarefulResume, Congestion, Phase, Trigger};
+use careful_resume::{Ack, CarefulResume, Congestion};
 use common::*;
 
 /// The configuration with slow start past the saved capacity on.
