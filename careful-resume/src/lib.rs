@@ -81,7 +81,7 @@
 //! | persistent congestion | [`CarefulResume::on_persistent_congestion`] | transition |
 //! | path change or migration | [`CarefulResume::on_path_change`] | transition |
 //! | ACK processed, once Careful Resume is over | [`CarefulResume::on_ack_after_validation`] | ssthresh |
-//! | loss, once Careful Resume is over, after the controller's reduction | [`CarefulResume::on_loss_after_validation`] | window, ssthresh and CUBIC's W_max down to it |
+//! | loss, once Careful Resume is over, after the controller's reduction | [`CarefulResume::on_loss_after_validation`] | window and ssthresh down to it |
 //!
 //! ECN-CE (the `ECN_CE` trigger) is in the state machine, but quiche 0.30
 //! has no ECN: it sends no packet marked ECN-capable and ignores the ECN

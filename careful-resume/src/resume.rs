@@ -829,7 +829,8 @@ impl CarefulResume {
     /// or the loss timer, after the base controller reacted); returns, for
     /// the first losses after a validated jump when they come within about
     /// a round trip of the validation, the capacity the jump validated: the
-    /// window, ssthresh and CUBIC's W_max are to come down to it, never up.
+    /// window and ssthresh are to come down to it, never up (CUBIC's curve
+    /// restarting from there).
     /// The only call that still counts once [`CarefulResume::wants_events`]
     /// is false.
     ///
