@@ -429,8 +429,8 @@ impl CarefulResume {
     /// is active, and after it while it follows the round after a validated
     /// jump ([`CarefulResume::on_ack_after_validation`], only with slow start
     /// past the saved capacity on). Once false, it stays false and every
-    /// event returns `None`: the per-packet and per-ACK paths skip it with
-    /// this check.
+    /// event but [`CarefulResume::on_loss_after_validation`] returns `None`:
+    /// the per-packet and per-ACK paths skip it with this check.
     #[inline]
     pub fn wants_events(&self) -> bool {
         self.is_active() || self.past_saved != PastSaved::Closed

@@ -625,14 +625,24 @@ pub fn guards() -> Vec<Guard> {
         resumed: true,
         ..Grid::default()
     };
-    let scheduled = |rate: Rate, rtt: Duration, schedule: &str| Grid {
-        rates: vec![rate],
-        rtts: vec![rtt],
-        sizes: vec![Volume::Bytes(10 << 20)],
-        seeds: (1..=10).collect(),
-        jitter: ms(2),
-        schedule: Some(schedule.parse().expect("the built-in schedules parse")),
-        ..satellite.clone()
+    // Resumed no slower than without a token over a schedule with 2 ms of
+    // jitter, ten seeds.
+    let scheduled = |name, about, rate: Rate, rtt: Duration, schedule: &str| Guard {
+        name,
+        about,
+        sweep: Sweep {
+            grid: Grid {
+                rates: vec![rate],
+                rtts: vec![rtt],
+                sizes: vec![Volume::Bytes(10 << 20)],
+                seeds: (1..=10).collect(),
+                jitter: ms(2),
+                schedule: Some(schedule.parse().expect("the built-in schedules parse")),
+                ..satellite.clone()
+            },
+            sample: None,
+        },
+        checks: vec![Check::ResumedNoSlower],
     };
     vec![
         Guard {
@@ -691,24 +701,20 @@ pub fn guards() -> Vec<Guard> {
                 Check::JumpEndsOnPersistentCongestion(Duration::from_secs(5)),
             ],
         },
-        Guard {
-            name: "leo",
-            about: "over the LEO schedule with jitter, resuming is no slower than not",
-            sweep: Sweep {
-                grid: scheduled(Rate::mbit(100), ms(40), bottlenecks::LEO),
-                sample: None,
-            },
-            checks: vec![Check::ResumedNoSlower],
-        },
-        Guard {
-            name: "rain-fade",
-            about: "through a GEO rain fade with jitter, resuming is no slower than not",
-            sweep: Sweep {
-                grid: scheduled(Rate::mbit(50), ms(600), bottlenecks::RAIN_FADE),
-                sample: None,
-            },
-            checks: vec![Check::ResumedNoSlower],
-        },
+        scheduled(
+            "leo",
+            "over the LEO schedule with jitter, resuming is no slower than not",
+            Rate::mbit(100),
+            ms(40),
+            bottlenecks::LEO,
+        ),
+        scheduled(
+            "rain-fade",
+            "through a GEO rain fade with jitter, resuming is no slower than not",
+            Rate::mbit(50),
+            ms(600),
+            bottlenecks::RAIN_FADE,
+        ),
     ]
 }
 
