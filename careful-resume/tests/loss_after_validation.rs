@@ -1,7 +1,8 @@
-//! After a validated jump, the first losses found within about a round trip
-//! are of packets sent while it was being validated, when the window grew
-//! in slow start on its ACKs: the window comes down to the capacity the
-//! jump validated ([`CarefulResume::on_loss_after_validation`]).
+//! After a validated jump, losses found within about a round trip are of
+//! packets sent while it was being validated, when the window grew in slow
+//! start on its ACKs: once there are enough of them to refute that growth,
+//! the window comes down to the capacity the jump validated
+//! ([`CarefulResume::on_loss_after_validation`]).
 
 mod common;
 
@@ -11,18 +12,51 @@ use common::*;
 /// The jump (pn 10 to 99) is validated at 300 ms with PipeSize 110
 /// datagrams (the 10 in flight when it began and the 100 acknowledged
 /// since), the smoothed RTT 100 ms: losses found until 425 ms (5/4 of it
-/// later) bring the window to PipeSize, once.
+/// later) count, and the third (a sixty-fourth of 110 datagrams is less)
+/// brings the window to PipeSize, once.
 #[test]
-fn the_first_losses_within_a_round_trip_of_the_validation_cap_the_window_at_pipesize() {
+fn three_losses_within_a_round_trip_of_the_validation_cap_the_window_at_pipesize() {
     let clock = Clock::new();
     let mut cr = jumped(200, &clock);
     validated(&mut cr, &clock);
     assert_eq!(cr.pipesize(), pkts(110));
+    assert_eq!(cr.on_loss_after_validation(1, clock.at(400), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(1, clock.at(410), RTT), None);
     assert_eq!(
-        cr.on_loss_after_validation(clock.at(425), RTT),
+        cr.on_loss_after_validation(1, clock.at(425), RTT),
         Some(pkts(110))
     );
-    assert_eq!(cr.on_loss_after_validation(clock.at(430), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(5, clock.at(425), RTT), None);
+}
+
+/// Two losses, a random loss's worth, refute nothing.
+#[test]
+fn two_losses_leave_the_window_to_the_controller() {
+    let clock = Clock::new();
+    let mut cr = jumped(200, &clock);
+    validated(&mut cr, &clock);
+    assert_eq!(cr.on_loss_after_validation(2, clock.at(400), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(1, clock.at(426), RTT), None);
+}
+
+/// A larger jump needs more: a sixty-fourth of PipeSize in datagrams.
+#[test]
+fn a_sixty_fourth_of_pipesize_refutes_the_window() {
+    let clock = Clock::new();
+    let mut cr = jumped(2000, &clock);
+    send_quietly(&mut cr, 10..=998, pkts(10), clock.at(110));
+    cr.on_packet_sent(&sent(999, pkts(1000), true, clock.at(110)))
+        .expect("validating");
+    let _ = cr.on_ack(&ack(Some(10), pkts(11), pkts(989), RTT, clock.at(210)));
+    cr.on_ack(&ack(Some(999), pkts(989), pkts(1000), RTT, clock.at(300)))
+        .expect("validated");
+    // PipeSize 1010 datagrams: 15 losses refute the window, 14 do not.
+    assert_eq!(cr.pipesize(), pkts(1010));
+    assert_eq!(cr.on_loss_after_validation(14, clock.at(400), RTT), None);
+    assert_eq!(
+        cr.on_loss_after_validation(1, clock.at(400), RTT),
+        Some(pkts(1010))
+    );
 }
 
 /// Losses found later are of packets sent after the validation: the base
@@ -32,8 +66,9 @@ fn losses_more_than_a_round_trip_after_the_validation_are_the_controllers() {
     let clock = Clock::new();
     let mut cr = jumped(200, &clock);
     validated(&mut cr, &clock);
-    assert_eq!(cr.on_loss_after_validation(clock.at(426), RTT), None);
-    assert_eq!(cr.on_loss_after_validation(clock.at(427), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(2, clock.at(400), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(10, clock.at(426), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(10, clock.at(427), RTT), None);
 }
 
 /// Before the validation Careful Resume answers losses itself (Safe
@@ -44,17 +79,17 @@ fn only_a_validated_window_based_jump_caps_the_window() {
     let clock = Clock::new();
 
     let mut cr = jumped(200, &clock);
-    assert_eq!(cr.on_loss_after_validation(clock.at(150), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(10, clock.at(150), RTT), None);
     cr.on_congestion(Congestion::Loss, clock.at(150))
         .expect("a Safe Retreat");
     cr.on_ack(&ack(Some(99), pkts(10), 0, RTT, clock.at(300)))
         .expect("recovery over");
     assert!(!cr.is_active());
-    assert_eq!(cr.on_loss_after_validation(clock.at(310), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(10, clock.at(310), RTT), None);
 
     let mut cr = jump(CarefulResume::new_rate_based(config(), saved(200)), &clock);
     validated_rate_based(&mut cr, &clock);
-    assert_eq!(cr.on_loss_after_validation(clock.at(310), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(10, clock.at(310), RTT), None);
 }
 
 /// A rate-based jump whose last unvalidated packet is acknowledged.

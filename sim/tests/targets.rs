@@ -441,7 +441,7 @@ fn in_0rtt_the_request_comes_a_round_trip_sooner_at_no_cost_in_losses() {
             "loss-5pct" => 1.4,
             // After the jump, 31 s of CUBIC's drop-tail cycle at 3 Mbit/s,
             // a few packets lost per cycle: where a run enters the cycle
-            // decides its count (117 in 0-RTT against 88).
+            // decides its count (131 in 0-RTT against 88).
             "capacity-drop" => 1.5,
             // Its losses are where the long flow's CUBIC cycle stands when
             // the newcomer arrives (80 in 0-RTT against 66).
@@ -518,11 +518,6 @@ fn stream_data_goes_in_full_packets() {
 /// in when the NEW_TOKEN frames go out (the set is handed on after the
 /// claim's grant, which comes once the handshake is complete), and on a
 /// link the jump overfills, that moves which packets the queue drops.
-/// And `capacity-drop`'s resumed connection, 2.6 % slower (31.365 s
-/// against 30.570 s): 31 s of CUBIC's drop-tail cycle at 3 Mbit/s, where
-/// the run with quiche's packing had its window brought to the validated
-/// capacity by its first losses and entered the cycle elsewhere (across
-/// 700-900 ms the ratio is 0.994-1.000 but at 800 ms).
 /// And `bbr2-competing-flow`'s newcomer, 1.1 % slower (14.164 s against
 /// 14.008 s): it arrives at a queue the long download keeps full, and
 /// where its packets fall in that queue decides it (its server's Initials
@@ -544,7 +539,6 @@ fn full_packets_cost_no_time() {
                 ("small-requests", _) => 1.002,
                 ("bbr2-3MB-200ms", 0) => 1.06,
                 ("retreat-1mbit", 1) => 1.02,
-                ("capacity-drop", 1) => 1.03,
                 ("bbr2-competing-flow", 1) => 1.02,
                 _ => 1.01,
             };
