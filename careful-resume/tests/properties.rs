@@ -63,6 +63,8 @@ struct Sender {
     flight: usize,
     cwnd: usize,
     retreat: Option<(usize, usize)>,
+    /// Whether the losses after a validated jump capped the window.
+    capped: bool,
 }
 
 impl Sender {
@@ -116,6 +118,17 @@ impl Sender {
                 self.check(t);
             }
             Op::Loss => {
+                // Once over, as a stack calls it: the capacity a validated
+                // jump showed, at most once, and never above PipeSize.
+                if !self.cr.is_active() {
+                    let cap = self.cr.on_loss_after_validation(3, self.now, self.rtt);
+                    if let Some(cap) = cap {
+                        assert!(!self.capped, "capped twice");
+                        assert_eq!(cap, self.cr.pipesize());
+                        assert!(self.cr.jumped());
+                        self.capped = true;
+                    }
+                }
                 let t = self.cr.on_congestion(Congestion::Loss, self.now);
                 self.check(t);
             }
@@ -213,6 +226,7 @@ proptest! {
             flight: 0,
             cwnd: IW,
             retreat: None,
+            capped: false,
         };
         prop_assert_eq!(sender.cr.jump_window(), (saved_cwnd / 2).min(max_jump));
         let mut ended = false;
@@ -241,6 +255,7 @@ proptest! {
             flight: 0,
             cwnd: IW,
             retreat: None,
+            capped: false,
         };
         for op in &ops {
             let before = sender.cwnd;
