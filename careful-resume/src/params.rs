@@ -162,8 +162,8 @@ impl Config {
     ///
     /// On pays where the saved capacity is well below the path: over a path
     /// grown fivefold since the set was saved, resuming took 1.33 x (CUBIC)
-    /// and 1.42 x (Reno) the time without a token with it off, 0.87 x and
-    /// 0.76 x with it on (cr-sim, 10 then 50 Mbit/s at 600 ms, 10 MiB). It
+    /// and 1.39 x (Reno) the time without a token with it off, 0.81 x with
+    /// it on (both; cr-sim, 10 then 50 Mbit/s at 600 ms, 10 MiB). It
     /// costs where the saved capacity is near the path and the queue is
     /// short or managed: the smoothed RTT lags a queue that fills within a
     /// round trip, and CoDel keeps one below the check's threshold, so slow

@@ -63,18 +63,17 @@
 //!   clean paths ended past 2 BDPs (both measured by replaying slow-start
 //!   traces of 480 connections). Measured: 10 MiB over the LEO schedule
 //!   with 2 ms of jitter (ten seeds each of CUBIC and Reno) ends slow start
-//!   at 0.69 to 0.85 MB (was 55 kB to 1.37 MB, with up to 254 packets
-//!   lost), nothing lost, and the resumed connection takes 0.81 to 0.89
+//!   at 0.69 to 0.77 MB (was 55 kB to 1.37 MB, with up to 254 packets
+//!   lost), nothing lost, and the resumed connection takes 0.86 to 0.89
 //!   times as long as one without a token at every seed (was up to 1.60
 //!   times); sampled first connections over 5-300 Mbit/s, 100-1000 ms and
 //!   0.5-8 BDPs (`cr-sim sweep --guard first-loss`) lose nothing (was up to
 //!   1.80%), within 1.03x of ideal doubling slow start; 10 MB at 20 Mbit/s
-//!   and 600 ms takes 9.1 (CUBIC) and 9.0 s (Reno) at the median with
-//!   20 ms of jitter (was 9.8 and 9.7 s) and 11.2 and 10.3 s with 50 ms
-//!   (was 16.4 and 25.1 s), as before without jitter; the early exits left
-//!   there are HyStart++'s. Jitter of a quarter of the RTT (5 ms at 20 ms)
-//!   still ends some slow starts early, and one of twelve Reno runs at
-//!   30 Mbit/s ended at 2.5 BDPs and lost 2.8%.
+//!   and 600 ms takes 9.1 s (CUBIC and Reno) at the median with 20 ms of
+//!   jitter (was 9.8 and 9.7 s) and 11.2 s with 50 ms (was 16.4 and
+//!   25.1 s), as before without jitter. Jitter of a quarter of the RTT
+//!   (5 ms at 20 ms) still ends some slow starts early, and one of twelve
+//!   Reno runs at 30 Mbit/s ended at 2.5 BDPs and lost 2.8%.
 //! - **Sent totals are recorded when packets leave.** A bin in which no ACK
 //!   arrived must hold what had been sent by its boundary: taking the
 //!   totals only at ACKs dated the sends an ACK released into the bin
