@@ -365,10 +365,10 @@ fn resuming_is_never_slower_nor_lossier_than_the_baseline() {
 /// Losses: no more than in 1-RTT. SEARCH's record starts when the
 /// response to early data leaves, not at the first ACK a round trip later
 /// (it ended slow start a doubling late: `bulk-10MB-20ms-cubic` lost 111
-/// against 5, `-reno` 51 against 8; now CUBIC 5 both ways). Known misses,
+/// against 5, `-reno` 51 against 8; now 5 and 8 both ways). Known misses,
 /// guarded at their measured figures: `bulk-10MB-20ms-bbr2` 34 against
-/// 18 and `bulk-10MB-20ms-reno` 11 against 8, where slow start is a few
-/// round trips long and 0.5-RTT data shifts where it ends;
+/// 18, where slow start is a few round trips long and 0.5-RTT data shifts
+/// where it ends;
 /// `bbr2-capacity-drop` 109 against 66 and `capacity-drop` 131 against
 /// 87 (in congestion avoidance on the 3 Mbit/s path, after the jump was
 /// validated); `competing-flow` 78 against 66 and `bbr2-competing-flow`
@@ -444,9 +444,6 @@ fn in_0rtt_the_request_comes_a_round_trip_sooner_at_no_cost_in_losses() {
             // Its losses are where the long flow's CUBIC cycle stands when
             // the newcomer arrives (78 in 0-RTT against 66).
             "competing-flow" => 1.25,
-            // Slow start a few round trips long, where the response to
-            // early data shifts the readings that end it (11 against 8).
-            "bulk-10MB-20ms-reno" => 1.5,
             _ => 1.0,
         };
         let (lost_0rtt, lost_1rtt) = (zero_rtt.packets_lost, one_rtt.packets_lost);
