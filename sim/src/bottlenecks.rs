@@ -41,7 +41,8 @@ pub const DROP_IN_THE_JUMP: &str = "0s 50mbit 600ms\n1.2s 12mbit 600ms\n";
 /// to 40 Mbit/s and the RTT grows from 40 to 60 ms, 80 ms in.
 pub const LEO_IN_THE_JUMP: &str = "0s 100mbit 40ms\n0.08s 40mbit 60ms\n";
 
-fn schedule(text: &str) -> Schedule {
+/// A built-in schedule, parsed.
+pub(crate) fn schedule(text: &str) -> Schedule {
     text.parse().expect("the built-in schedules parse")
 }
 

@@ -637,7 +637,7 @@ pub fn guards() -> Vec<Guard> {
                 sizes: vec![Volume::Bytes(10 << 20)],
                 seeds: (1..=10).collect(),
                 jitter: ms(2),
-                schedule: Some(schedule.parse().expect("the built-in schedules parse")),
+                schedule: Some(bottlenecks::schedule(schedule)),
                 ..satellite.clone()
             },
             sample: None,
