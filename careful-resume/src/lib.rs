@@ -150,6 +150,7 @@ mod ack_train;
 mod events;
 mod min_filter;
 mod observe;
+pub mod pacing;
 mod params;
 mod phase;
 mod rate;

@@ -115,6 +115,8 @@ pub struct Crowd {
     /// The rate and round-trip delay over time, from the simulation's
     /// start (see [`Scenario::schedule`]).
     pub schedule: Option<Schedule>,
+    /// Whether Reno and CUBIC pace their packets (see [`Scenario::pace`]).
+    pub pace: bool,
 }
 
 impl Default for Crowd {
@@ -139,6 +141,7 @@ impl Default for Crowd {
             discipline: Discipline::DropTail,
             policer: None,
             schedule: None,
+            pace: false,
         }
     }
 }
@@ -159,6 +162,7 @@ impl Crowd {
             discipline: self.discipline,
             policer: self.policer,
             schedule: self.schedule.clone(),
+            pace: self.pace,
             ..Scenario::default()
         }
     }
@@ -211,6 +215,7 @@ pub(crate) fn endpoint_settings(
         jump_budget: jump_budget.then(Default::default),
         early_data: scenario.early_data,
         rtt_once_per_rtt: scenario.rtt_once_per_rtt,
+        pace: scenario.pace,
         slow_start_past_saved: scenario.slow_start_past_saved,
     }
 }

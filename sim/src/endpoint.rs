@@ -87,6 +87,8 @@ pub struct EndpointSettings {
     /// Whether the server updates its smoothed RTT and rttvar once per
     /// round trip rather than per ACK.
     pub rtt_once_per_rtt: bool,
+    /// Whether Reno and CUBIC pace their packets.
+    pub pace: bool,
     /// Whether the server lets slow start go on past the saved capacity
     /// after a validated jump once the round after it showed room.
     pub slow_start_past_saved: bool,
@@ -111,6 +113,7 @@ fn base_config(settings: &EndpointSettings) -> Result<quiche::Config, SimError> 
     settings.slow_start.apply(&mut config);
     config.enable_silly_window_avoidance(!settings.small_packets);
     config.enable_rtt_once_per_rtt(settings.rtt_once_per_rtt);
+    config.enable_reno_cubic_pacing(settings.pace);
     // The network releases each datagram at its `SendInfo.at`.
     config.set_application_paces(true);
     config.set_early_data_context(cr_serve::EARLY_DATA_CONTEXT);

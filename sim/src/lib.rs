@@ -65,6 +65,7 @@
 //!     "schedule": null | [{"at_s": f64, "rate_bps": u64, "rtt_s": f64}],
 //!     "schedule2": null | [...],   // the later connections' schedule
 //!     "rtt_once_per_rtt": bool,  // the server's RTT estimate once per round trip
+//!     "pace": bool,              // Reno and CUBIC paced their packets
 //!     "slow_start_past_saved": bool // slow start past the saved capacity
 //!   },
 //!   "limit_s": f64,              // 2*RTT + size/rate of the first path

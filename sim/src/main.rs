@@ -201,6 +201,10 @@ struct RunArgs {
     /// from the mean and spread of its samples, instead of per ACK.
     #[arg(long)]
     rtt_once_per_rtt: bool,
+    /// Reno and CUBIC pace their packets (RFC 9002 7.7; quiche-cr's
+    /// opt-in, off by default): 4 x cwnd / RTT in slow start, 1.25 x after.
+    #[arg(long)]
+    pace: bool,
     /// After a validated jump, slow start goes on past the saved capacity
     /// once the round trip after it came back whole and without a queue
     /// (by default it ends at the saved capacity).
@@ -306,6 +310,10 @@ struct SweepArgs {
     /// from the mean and spread of its samples, instead of per ACK.
     #[arg(long)]
     rtt_once_per_rtt: bool,
+    /// Reno and CUBIC pace their packets (RFC 9002 7.7; quiche-cr's
+    /// opt-in, off by default): 4 x cwnd / RTT in slow start, 1.25 x after.
+    #[arg(long)]
+    pace: bool,
     /// After a validated jump, slow start goes on past the saved capacity
     /// once the round trip after it came back whole and without a queue.
     #[arg(long)]
@@ -370,6 +378,7 @@ impl SweepArgs {
                 queue: self.bottleneck.queue_limit(),
                 jitter: self.jitter,
                 rtt_once_per_rtt: self.rtt_once_per_rtt,
+                pace: self.pace,
                 slow_start_past_saved: self.slow_start_past_saved,
                 discipline: self.bottleneck.queue.discipline,
                 policer: self.bottleneck.policer,
@@ -436,6 +445,10 @@ struct CrowdArgs {
     /// clients resume at once (no jump budget).
     #[arg(long)]
     no_jump_budget: bool,
+    /// Reno and CUBIC pace their packets (RFC 9002 7.7; quiche-cr's
+    /// opt-in, off by default): 4 x cwnd / RTT in slow start, 1.25 x after.
+    #[arg(long)]
+    pace: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -524,6 +537,7 @@ impl CrowdArgs {
             discipline: self.bottleneck.queue.discipline,
             policer: self.bottleneck.policer,
             schedule: self.bottleneck.schedule()?,
+            pace: self.pace,
         })
     }
 }
@@ -551,6 +565,7 @@ impl RunArgs {
             early_data: self.early_data,
             competing: self.competing.then(Competing::default),
             rtt_once_per_rtt: self.rtt_once_per_rtt,
+            pace: self.pace,
             slow_start_past_saved: self.slow_start_past_saved,
             jitter: self.jitter,
             discipline: self.bottleneck.queue.discipline,
@@ -790,7 +805,9 @@ fn run(command: Command) -> Result<(), String> {
                 format!("no guard `{name}` (guards: {})", names.join(", "))
             })?;
             eprintln!("{}: {}", guard.name, guard.about);
-            let runs = run_sweep(&guard.sweep, args.json)?;
+            let mut sweep = guard.sweep.clone();
+            sweep.grid.pace = args.pace;
+            let runs = run_sweep(&sweep, args.json)?;
             let violations = guard.violations(&runs);
             if violations.is_empty() {
                 eprintln!("{}: every run passes", guard.name);

@@ -86,6 +86,8 @@ pub struct ScenarioView {
     /// Whether the server updated its smoothed RTT and rttvar once per
     /// round trip rather than per ACK.
     pub rtt_once_per_rtt: bool,
+    /// Whether Reno and CUBIC paced their packets.
+    pub pace: bool,
     /// Whether slow start could go on past the saved capacity after a
     /// validated jump.
     pub slow_start_past_saved: bool,
@@ -142,6 +144,7 @@ impl ScenarioView {
             slow_start: scenario.slow_start.name(),
             early_data: scenario.early_data,
             rtt_once_per_rtt: scenario.rtt_once_per_rtt,
+            pace: scenario.pace,
             slow_start_past_saved: scenario.slow_start_past_saved,
             queue_discipline: scenario.discipline.name(),
             policer: scenario.policer,

@@ -105,6 +105,9 @@ pub struct Scenario {
     /// The server updates its smoothed RTT and rttvar once per round trip
     /// ([`quiche::Config::enable_rtt_once_per_rtt`]) rather than per ACK.
     pub rtt_once_per_rtt: bool,
+    /// Reno and CUBIC pace their packets
+    /// ([`quiche::Config::enable_reno_cubic_pacing`]; off, as by default).
+    pub pace: bool,
     /// The server lets slow start go on past the saved capacity after a
     /// validated jump once the round after it showed room
     /// ([`cr_endpoint::ResumeConfig::slow_start_past_saved`]; off, as by
@@ -138,6 +141,7 @@ impl Default for Scenario {
             slow_start: SlowStart::Search,
             early_data: false,
             rtt_once_per_rtt: false,
+            pace: false,
             slow_start_past_saved: false,
             discipline: Discipline::DropTail,
             policer: None,

@@ -186,6 +186,7 @@ fn run_in(
         jump_budget: Some(Default::default()),
         early_data: scenario.early_data,
         rtt_once_per_rtt: scenario.rtt_once_per_rtt,
+        pace: scenario.pace,
         slow_start_past_saved: scenario.slow_start_past_saved,
     };
     let main = world.add_flow(endpoints, full_traces)?;

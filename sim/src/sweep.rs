@@ -83,6 +83,8 @@ pub struct Grid {
     /// The RTT estimate updated once per round trip, on every path (see
     /// [`Scenario::rtt_once_per_rtt`]).
     pub rtt_once_per_rtt: bool,
+    /// Reno and CUBIC pace, on every path (see [`Scenario::pace`]).
+    pub pace: bool,
     /// Slow start past the saved capacity after a validated jump, on every
     /// path (see [`Scenario::slow_start_past_saved`]).
     pub slow_start_past_saved: bool,
@@ -108,6 +110,7 @@ impl Default for Grid {
             queue: base.queue,
             jitter: base.jitter,
             rtt_once_per_rtt: base.rtt_once_per_rtt,
+            pace: base.pace,
             slow_start_past_saved: base.slow_start_past_saved,
             discipline: base.discipline,
             policer: base.policer,
@@ -226,6 +229,7 @@ impl Grid {
             seed: point.seed,
             jitter: self.jitter,
             rtt_once_per_rtt: self.rtt_once_per_rtt,
+            pace: self.pace,
             slow_start_past_saved: self.slow_start_past_saved,
             discipline: self.discipline,
             policer: self.policer,

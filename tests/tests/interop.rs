@@ -76,6 +76,7 @@ fn start_server() -> ServerHandle {
         idle_timeout: Duration::from_secs(10),
         small_packets: false,
         rtt_once_per_rtt: false,
+        pace: false,
         slow_start_past_saved: false,
         early_data: true,
         jump_budget: Some(Default::default()),

@@ -396,6 +396,7 @@ fn a_tokio_quiche_server_resumes_within_five_percent_of_cr_server() {
         idle_timeout: Duration::from_secs(10),
         small_packets: false,
         rtt_once_per_rtt: false,
+        pace: false,
         slow_start_past_saved: false,
         early_data: true,
         jump_budget: Some(Default::default()),

@@ -62,6 +62,12 @@ struct Args {
     /// ACK, as RFC 9002's pseudo-code and quiche do).
     #[arg(long)]
     rtt_once_per_rtt: bool,
+    /// Pace Reno's and CUBIC's packets (RFC 9002 7.7): 4 x cwnd / RTT in
+    /// slow start, 1.25 x after. Much faster behind token-bucket policers
+    /// with small buckets and shallow queues; off by default, as in quiche
+    /// (docs/operating.md gives the measured trade-offs).
+    #[arg(long)]
+    pace: bool,
     /// After a validated jump, let slow start go on past the saved capacity
     /// once the round trip after it came back whole and without a queue:
     /// faster where paths grew since their sets were saved, losses behind
@@ -180,6 +186,7 @@ fn run(args: Args) -> Result<(), AppError> {
         idle_timeout: args.idle_timeout,
         small_packets: args.small_packets,
         rtt_once_per_rtt: args.rtt_once_per_rtt,
+        pace: args.pace,
         slow_start_past_saved: args.slow_start_past_saved,
         early_data: !args.no_early_data,
     })?;

@@ -104,6 +104,10 @@ pub struct ServerOptions {
     /// instead of per ACK ([`quiche::Config::enable_rtt_once_per_rtt`]);
     /// off, quiche's behaviour, unless an operator measures a gain.
     pub rtt_once_per_rtt: bool,
+    /// Pace Reno's and CUBIC's packets
+    /// ([`quiche::Config::enable_reno_cubic_pacing`]; off by default, as in
+    /// quiche).
+    pub pace: bool,
     /// Let slow start go on past the saved capacity after a validated jump
     /// once the round after it showed room
     /// ([`cr_endpoint::ResumeConfig::slow_start_past_saved`]; off by
@@ -208,6 +212,7 @@ fn quiche_config(options: &ServerOptions) -> Result<quiche::Config, AppError> {
     options.slow_start.apply(&mut config);
     config.enable_silly_window_avoidance(!options.small_packets);
     config.enable_rtt_once_per_rtt(options.rtt_once_per_rtt);
+    config.enable_reno_cubic_pacing(options.pace);
     // The outbox holds each datagram until its `SendInfo.at` (net.rs).
     config.set_application_paces(true);
     config.set_early_data_context(cr_serve::EARLY_DATA_CONTEXT);

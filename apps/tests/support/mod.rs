@@ -39,6 +39,7 @@ pub fn server_options() -> ServerOptions {
         idle_timeout: Duration::from_secs(5),
         small_packets: false,
         rtt_once_per_rtt: false,
+        pace: false,
         slow_start_past_saved: false,
         early_data: true,
         jump_budget: Some(Default::default()),
