@@ -10,11 +10,15 @@
 #![cfg(not(debug_assertions))]
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use cr_serve::bottleneck::Discipline;
+use cr_serve::CongestionControl;
 use cr_sim::bottlenecks::{self, BottleneckResult};
 use cr_sim::crowd::{self, Crowd};
 use cr_sim::report::ConnectionReport;
+use cr_sim::units::Rate;
+use cr_sim::Scenario;
 
 /// Every bottleneck case with every controller, run once for all tests.
 fn results() -> &'static [BottleneckResult] {
@@ -266,5 +270,76 @@ fn the_docs_quote_the_bottleneck_cases_as_they_run() {
         );
         let (_, found) = cr_sim::results::update(doc, &blocks);
         assert_eq!(found, 1, "{file} quotes one bottleneck block");
+    }
+}
+
+/// 10 MiB at 50 Mbit/s and 600 ms over a one-BDP drop-tail queue, the
+/// second connection's path policed as `policer2` says: the second
+/// connection, with or without a token, paced or not.
+fn policed_second(
+    cc: CongestionControl,
+    policer2: Option<&str>,
+    pace: bool,
+    resume: bool,
+) -> ConnectionReport {
+    let scenario = Scenario {
+        rate: Rate::mbit(50),
+        rtt: Duration::from_millis(600),
+        size: 10 << 20,
+        cc,
+        policer2: policer2.map(|p| p.parse().expect("a valid policer")),
+        pace,
+        resume,
+        ..Scenario::default()
+    };
+    let outcome = cr_sim::run_session(&scenario, false).expect("the session runs");
+    let report = cr_sim::Report::of(&outcome);
+    let second = report.connections[1].clone();
+    assert!(second.completion_s.is_some(), "{second:?}");
+    second
+}
+
+/// Pacing Reno and CUBIC (`--pace`, off by default) is for policers with
+/// small buckets, whose drops unpaced slow start's bursts meet. Measured
+/// behind a policer at half the saved rate with a 64 KiB bucket, 10 MiB:
+/// resumed CUBIC 8.36 s unpaced, 5.42 s paced; without a token 33.6 s and
+/// 10.7 s; Reno 24.0 / 6.85 s and 72.1 / 14.0 s. Guarded with a margin: a
+/// paced resumed connection takes at most 3/4 of the unpaced one's time,
+/// a paced one without a token at most half, and resuming still pays.
+/// On the clean path the first connection is the same paced or not
+/// (7.235 s, nothing lost): the pacer never makes slow start late.
+#[test]
+fn pacing_reno_and_cubic_passes_a_small_bucket_and_costs_a_clean_path_nothing() {
+    let secs = |c: &ConnectionReport| c.completion_s.expect("completed");
+    for cc in [CongestionControl::Cubic, CongestionControl::Reno] {
+        let small_bucket = Some("25mbit,64KiB");
+        let [resumed, paced] =
+            [false, true].map(|pace| policed_second(cc, small_bucket, pace, true));
+        let [without, paced_without] =
+            [false, true].map(|pace| policed_second(cc, small_bucket, pace, false));
+        assert!(secs(&paced) <= 0.75 * secs(&resumed), "{cc:?}: {paced:?}");
+        assert!(
+            secs(&paced_without) <= 0.5 * secs(&without),
+            "{cc:?}: {paced_without:?}"
+        );
+        assert!(secs(&paced) <= 0.75 * secs(&paced_without), "{cc:?}");
+
+        let first = |pace| {
+            let scenario = Scenario {
+                rate: Rate::mbit(50),
+                rtt: Duration::from_millis(600),
+                size: 10 << 20,
+                cc,
+                pace,
+                ..Scenario::default()
+            };
+            let outcome = cr_sim::run_session(&scenario, false).expect("the session runs");
+            cr_sim::Report::of(&outcome).connections[0].clone()
+        };
+        let [unpaced_first, paced_first] = [false, true].map(first);
+        assert_eq!(paced_first.packets_lost, 0, "{cc:?}");
+        assert_eq!(unpaced_first.packets_lost, 0, "{cc:?}");
+        let ratio = secs(&paced_first) / secs(&unpaced_first);
+        assert!((0.99..=1.01).contains(&ratio), "{cc:?}: {ratio:.3}");
     }
 }
