@@ -14,7 +14,10 @@
 //!   of 2 a round is spread over the whole RTT, and SEARCH, which compares
 //!   what was delivered with what was sent one round trip earlier, ends
 //!   slow start too late on clean paths and far too early with delay
-//!   jitter (measured in cr-sim's first-loss and jitter sweeps);
+//!   jitter (measured in cr-sim's first-loss and jitter sweeps). At a gain
+//!   of 8, slow start's bursts show the bottleneck's rate sooner (ACK
+//!   trains), but a policer with a small bucket drops more of them: 4
+//!   serves the paths pacing is for;
 //! - [`AVOIDANCE_GAIN`] (1.25, RFC 9002's N) after slow start.
 //!
 //! A sender that was idle may send [`BURST_PACKETS`] datagrams at once (RFC
