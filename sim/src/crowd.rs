@@ -403,6 +403,33 @@ fn rate_between(samples: &[(SimTime, u64)], from: SimTime, to: SimTime) -> f64 {
     by(to).saturating_sub(by(from)) as f64 / seconds
 }
 
+/// From the first jump of `records` (their `reports`) to the end of the
+/// last one's validation, when any jumped: the span RFC 9959 calls
+/// Unvalidated and Validating. A validation the trace never saw end lasts
+/// to the connection's last byte.
+fn jumps_span(
+    records: &[ConnectionRecord],
+    reports: &[ConnectionReport],
+) -> Option<(SimTime, SimTime)> {
+    let mut span: Option<(SimTime, SimTime)> = None;
+    for (record, report) in records.iter().zip(reports) {
+        let (Some(origin), Some(done)) = (record.first_packet_at, record.progress.done) else {
+            continue;
+        };
+        let phases = &report.cr.phases;
+        let Some(jump) = phases.iter().position(|p| p.to == "unvalidated") else {
+            continue;
+        };
+        let ended = phases[jump + 1..]
+            .iter()
+            .find(|p| p.to != "unvalidated" && p.to != "validating");
+        let at = |t_s: f64| origin + Duration::from_secs_f64(t_s);
+        let (from, to) = (at(phases[jump].t_s), ended.map_or(done, |p| at(p.t_s)));
+        span = Some(span.map_or((from, to), |(f, t)| (f.min(from), t.max(to))));
+    }
+    span
+}
+
 /// One arm's figures: the `resume` and `baseline` objects of `cr-sim crowd
 /// --json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -448,6 +475,11 @@ pub struct ArmReport {
     /// The same over the first [`EARLY_RTTS`] round trips of the crowd
     /// (handshakes, initial windows, jumps and their validation).
     pub incumbent_share_early: Option<f64>,
+    /// The incumbent's throughput while the crowd's jumps were
+    /// unvalidated or being validated (from the first jump to the end of
+    /// the last validation: RFC 9959's Unvalidated and Validating), as a
+    /// share of the link's rate; `null` without `--competing` or a jump.
+    pub incumbent_link_share_in_jumps: Option<f64>,
     /// The incumbent's throughput just before the crowd, Mbit/s.
     pub incumbent_before_mbps: Option<f64>,
 }
@@ -478,6 +510,11 @@ impl ArmReport {
             Some(round3(rate_between(samples, from, to) / before))
         };
         let early_end = arm.crowd_start + crowd.rtt * EARLY_RTTS;
+        let in_jumps = jumps_span(&arm.crowd, &reports).and_then(|(from, to)| {
+            let (samples, _) = arm.incumbent.as_ref()?;
+            let link = crowd.rate.bps() as f64 / 8.0;
+            Some(round3(rate_between(samples, from, to) / link))
+        });
         let before_mbps = before.map(|b| round3(b * 8.0 / 1e6));
         ArmReport {
             clients: reports.len(),
@@ -502,6 +539,7 @@ impl ArmReport {
             crowd_span_s: round_s(span.as_secs_f64()),
             incumbent_share: share(arm.crowd_start, arm.crowd_done),
             incumbent_share_early: share(arm.crowd_start, early_end.min(arm.crowd_done)),
+            incumbent_link_share_in_jumps: in_jumps,
             incumbent_before_mbps: before_mbps,
         }
     }

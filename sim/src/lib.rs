@@ -161,6 +161,8 @@
 //!     "crowd_span_s": f64,       // first start to last byte
 //!     "incumbent_share": f64|null,       // --competing: through the crowd / before
 //!     "incumbent_share_early": f64|null, // the same over the first 5 RTTs
+//!     "incumbent_link_share_in_jumps": f64|null, // its share of the link from
+//!                                // the first jump to the last validation's end
 //!     "incumbent_before_mbps": f64|null
 //!   }
 //! }

@@ -76,7 +76,7 @@ pub fn cr_summary(c: &ConnectionReport) -> String {
 }
 
 /// The columns of [`crowd_rows`].
-pub const CROWD_HEADER: [&str; 14] = [
+pub const CROWD_HEADER: [&str; 15] = [
     "scenario",
     "arm",
     "clients",
@@ -91,6 +91,7 @@ pub const CROWD_HEADER: [&str; 14] = [
     "jain",
     "incumbent",
     "early",
+    "in jumps",
 ];
 
 /// A crowd's two rows (`resume`, then `baseline`) under [`CROWD_HEADER`],
@@ -116,6 +117,7 @@ pub fn crowd_rows(name: &str, report: &CrowdReport) -> Vec<Vec<String>> {
             a.jain_fairness.map_or("-".into(), |j| format!("{j:.3}")),
             share(a.incumbent_share),
             share(a.incumbent_share_early),
+            share(a.incumbent_link_share_in_jumps),
         ]
     };
     vec![
