@@ -98,6 +98,9 @@ enum Command {
         /// One JSON line per point instead of the table.
         #[arg(long)]
         json: bool,
+        /// Reno and CUBIC pace their packets (as `run --pace`).
+        #[arg(long)]
+        pace: bool,
     },
     /// The standard scenarios, each also as its no-resume baseline and
     /// resumed in 0-RTT, in parallel.
@@ -821,10 +824,12 @@ fn run(command: Command) -> Result<(), String> {
                 ))
             }
         }
-        Command::Satellite { json } => {
+        Command::Satellite { json, pace } => {
             let started = std::time::Instant::now();
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let runs = satellite::sweep().run(threads);
+            let mut sweep = satellite::sweep();
+            sweep.grid.pace = pace;
+            let runs = sweep.run(threads);
             if json {
                 for run in &runs {
                     println!("{}", serde_json::to_string(run).map_err(|e| e.to_string())?);
