@@ -30,6 +30,8 @@
 # INTEROP_SIZE=5120 scripts/interop/run.sh downloads that many bytes instead
 # (to see 0-RTT save a round trip on a small object; the check then fails,
 # rightly: a first connection that small saves no capacity to resume).
+# INTEROP_SERVER_ARGS="--pace" passes more flags to cr-server (split on
+# spaces), to try its options with the same clients.
 # Logs, qlogs and the Go binary go to target/interop-clients/.
 # Needs the Go toolchain (PATH or /usr/local/go/bin), python3 with venv, and
 # the first time the registries; it only ever ends the processes it started.
@@ -123,9 +125,10 @@ wait_for_line() { # pid log pattern what
 	die "$4 did not start within 10 s"
 }
 
+read -r -a SERVER_ARGS <<<"${INTEROP_SERVER_ARGS:-}"
 timeout 1800 target/release/cr-server --listen "$SERVER" --cert certs/cert.pem \
 	--key certs/key.pem --token-key "$OUT/token.key" --qlog-dir "$OUT/qlog" \
-	>"$OUT/server.log" 2>&1 &
+	"${SERVER_ARGS[@]}" >"$OUT/server.log" 2>&1 &
 PIDS+=($!)
 wait_for_line "$!" "$OUT/server.log" "listening on" cr-server
 
