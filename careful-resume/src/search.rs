@@ -87,6 +87,7 @@
 //! - Only the slow-start exit is taken; the draft's optional drain of the
 //!   window towards the delivered bytes is not.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// The comparison window, in units of the first RTT sample, times 100
@@ -156,6 +157,9 @@ pub struct Search {
     unreported: Option<u64>,
     /// When the first application data left, and the total sent before it.
     data_started: Option<(Instant, u64)>,
+    /// Packets a pacer releases later, with their release times, in order:
+    /// counted as sent when they leave.
+    paced: VecDeque<(Instant, usize)>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -187,6 +191,7 @@ impl Search {
             short_readings: 0,
             unreported: None,
             data_started: None,
+            paced: VecDeque::new(),
         }
     }
 
@@ -194,6 +199,35 @@ impl Search {
     pub fn on_packet_sent(&mut self, bytes: usize, now: Instant) {
         self.advance(now);
         self.sent_total = self.sent_total.saturating_add(bytes as u64);
+    }
+
+    /// A packet that counts in flight was built at `now` and leaves at
+    /// `release`, the time a pacer gave it: counted then, after the paced
+    /// packets built before it. Deliveries are compared with what left one
+    /// RTT earlier, not with what was built.
+    pub fn on_packet_paced(&mut self, bytes: usize, release: Instant, now: Instant) {
+        self.release_due(now);
+        if release <= now && self.paced.is_empty() {
+            self.on_packet_sent(bytes, now);
+        } else {
+            let after = self
+                .paced
+                .back()
+                .map_or(release, |&(last, _)| last.max(release));
+            self.paced.push_back((after, bytes));
+        }
+    }
+
+    /// Counts the paced packets that have left by `now` (call before a
+    /// reading: [`Search::on_ack`] does).
+    pub fn release_due(&mut self, now: Instant) {
+        while let Some(&(at, bytes)) = self.paced.front() {
+            if at > now {
+                break;
+            }
+            self.paced.pop_front();
+            self.on_packet_sent(bytes, at);
+        }
     }
 
     /// Notes that application data is about to leave (call before
@@ -214,6 +248,7 @@ impl Search {
     /// RTT, the path's without a queue (see the module documentation). The
     /// first call fixes the bins from it.
     pub fn on_ack(&mut self, acked_bytes: usize, rtt: Duration, now: Instant) -> SearchVerdict {
+        self.release_due(now);
         let Some(bins) = self.bins else {
             self.acked_total = self.acked_total.saturating_add(acked_bytes as u64);
             self.start_bins(rtt, now, acked_bytes);
@@ -240,10 +275,13 @@ impl Search {
         }
     }
 
-    /// Forgets everything: after a period that says nothing about slow
-    /// start (a Careful Resume jump, congestion).
+    /// Forgets everything but the paced packets still to leave: after a
+    /// period that says nothing about slow start (a Careful Resume jump,
+    /// congestion).
     pub fn restart(&mut self) {
+        let paced = std::mem::take(&mut self.paced);
         *self = Search::new();
+        self.paced = paced;
     }
 
     /// Records the totals at each bin boundary before `now` (those of the

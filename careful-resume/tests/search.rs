@@ -44,15 +44,34 @@ impl Path {
 /// `limit`, ACKs arriving every `ack_every`; returns when SEARCH said to
 /// exit, and the shortfall it saw.
 fn run(capacity: f64, ack_every: Duration, limit: Duration) -> Option<(Duration, u64)> {
+    run_paced(capacity, ack_every, limit, Duration::ZERO)
+}
+
+/// The same, each packet built `ahead` of the moment it leaves (a pacer's
+/// release time; SEARCH is told both).
+fn run_paced(
+    capacity: f64,
+    ack_every: Duration,
+    limit: Duration,
+    ahead: Duration,
+) -> Option<(Duration, u64)> {
     let start = Instant::now();
     let mut search = Search::new();
     let mut path = Path::new(capacity);
     let mut unacked = 0.0;
     let mut t = Duration::ZERO;
-    while t < limit {
+    let bytes_at = |t: Duration| {
         let rate = INITIAL_RATE * 2f64.powf(t.as_secs_f64() / RTT.as_secs_f64());
-        let bytes = rate * STEP.as_secs_f64();
-        search.on_packet_sent(bytes as usize, start + t);
+        rate * STEP.as_secs_f64()
+    };
+    let mut built = Duration::ZERO;
+    while t < limit {
+        // Build what leaves up to `ahead` from now.
+        while built <= t + ahead {
+            search.on_packet_paced(bytes_at(built) as usize, start + built, start + t);
+            built += STEP;
+        }
+        let bytes = bytes_at(t);
         unacked += path.step(bytes);
         t += STEP;
         if t.as_micros().is_multiple_of(ack_every.as_micros()) && unacked >= 1.0 {
@@ -110,6 +129,19 @@ fn acks_in_bursts_do_not_end_slow_start_early() {
     let capacity = 50e6 / 8.0;
     let (exit, _) = run(capacity, Duration::from_millis(20), Duration::from_secs(5)).expect("exit");
     assert!(exit <= saturation(capacity) + 3 * RTT);
+}
+
+#[test]
+fn a_paced_packet_counts_when_it_leaves_not_when_it_is_built() {
+    for mbit in [10.0, 50.0, 200.0] {
+        let capacity = mbit * 1e6 / 8.0;
+        let limit = Duration::from_secs(5);
+        let sent_at_once = run(capacity, STEP, limit).expect("an exit");
+        // Built 3 ms ahead by a pacer: the record, and so the exit, is the
+        // same as for packets sent when they leave.
+        let paced = run_paced(capacity, STEP, limit, Duration::from_millis(3));
+        assert_eq!(paced, Some(sent_at_once), "{mbit} Mbit/s");
+    }
 }
 
 #[test]
