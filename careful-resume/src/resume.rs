@@ -22,8 +22,13 @@ const LOSS_AFTER_VALIDATION_RTTS: (u32, u32) = (5, 4);
 /// Losses after a validated jump refute the window that grew past it once
 /// they reach this share of PipeSize in datagrams (numerator,
 /// denominator), and at least [`LOSSES_REFUTING_MIN`]: a policer or a full
-/// queue drops the growth wholesale, random loss a few packets.
-const LOSSES_REFUTING: (usize, usize) = (1, 64);
+/// queue drops the growth wholesale (behind a policer at the jump's rate,
+/// half of the round that doubled past it), while CoDel drops a packet or
+/// a few per interval and random loss a few packets. Counting a
+/// sixty-fourth, CoDel's drops in a crowd behind fq_codel were enough: a
+/// lowered jump's flow came down to its small PipeSize, below its fair
+/// share, and finished last when the others had left the link idle.
+const LOSSES_REFUTING: (usize, usize) = (1, 8);
 
 /// The fewest losses that refute the window after a validated jump.
 const LOSSES_REFUTING_MIN: usize = 3;
@@ -852,7 +857,7 @@ impl CarefulResume {
     /// Call, once Careful Resume is over, when `lost_packets` were found
     /// lost (by an ACK or the loss timer, after the base controller
     /// reacted); returns, once the losses found within about a round trip
-    /// of a validated jump reach a sixty-fourth of PipeSize in datagrams
+    /// of a validated jump reach an eighth of PipeSize in datagrams
     /// (and three), the capacity the jump validated: the window and
     /// ssthresh are to come down to it, never up (CUBIC's curve restarting
     /// from there). The only call that still counts once
@@ -866,13 +871,13 @@ impl CarefulResume {
     /// starts from the window the losses refuted: behind a policer at
     /// exactly the jump's rate, CUBIC went from the saved 3.75 MB to 2.63,
     /// 1.92 and 1.35 MB in three congestion events, losing 2.34 x what a
-    /// connection without a token loses (1.24 x from PipeSize; Reno, which
+    /// connection without a token loses (1.37 x from PipeSize; Reno, which
     /// halves, landed on PipeSize on its own). A policer or a full queue
-    /// drops that growth wholesale; a random loss or two says nothing
-    /// about it (with the first loss enough, CUBIC resumed under 0.1 %
-    /// random loss at 600 ms took 0.68 x as long as without a token at the
-    /// median instead of 0.58 x). Later losses are the base controller's
-    /// alone.
+    /// drops that growth wholesale; a random loss or two, or an AQM's drop
+    /// an interval, says nothing about it (with the first loss enough,
+    /// CUBIC resumed under 0.1 % random loss at 600 ms took 0.68 x as long
+    /// as without a token at the median instead of 0.58 x). Later losses
+    /// are the base controller's alone.
     pub fn on_loss_after_validation(
         &mut self,
         lost_packets: usize,

@@ -12,36 +12,58 @@ use common::*;
 /// The jump (pn 10 to 99) is validated at 300 ms with PipeSize 110
 /// datagrams (the 10 in flight when it began and the 100 acknowledged
 /// since), the smoothed RTT 100 ms: losses found until 425 ms (5/4 of it
-/// later) count, and the third (a sixty-fourth of 110 datagrams is less)
-/// brings the window to PipeSize, once.
+/// later) count, and the thirteenth (an eighth of 110 datagrams) brings
+/// the window to PipeSize, once.
 #[test]
-fn three_losses_within_a_round_trip_of_the_validation_cap_the_window_at_pipesize() {
+fn an_eighth_of_pipesize_lost_within_a_round_trip_of_the_validation_caps_the_window() {
     let clock = Clock::new();
     let mut cr = jumped(200, &clock);
     validated(&mut cr, &clock);
     assert_eq!(cr.pipesize(), pkts(110));
-    assert_eq!(cr.on_loss_after_validation(1, clock.at(400), RTT), None);
-    assert_eq!(cr.on_loss_after_validation(1, clock.at(410), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(6, clock.at(400), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(6, clock.at(410), RTT), None);
     assert_eq!(
         cr.on_loss_after_validation(1, clock.at(425), RTT),
         Some(pkts(110))
     );
-    assert_eq!(cr.on_loss_after_validation(5, clock.at(425), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(20, clock.at(425), RTT), None);
 }
 
-/// Two losses, a random loss's worth, refute nothing.
+/// A few losses, what random loss or CoDel's drops an interval give,
+/// refute nothing.
 #[test]
-fn two_losses_leave_the_window_to_the_controller() {
+fn a_few_losses_leave_the_window_to_the_controller() {
     let clock = Clock::new();
     let mut cr = jumped(200, &clock);
     validated(&mut cr, &clock);
-    assert_eq!(cr.on_loss_after_validation(2, clock.at(400), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(5, clock.at(400), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(7, clock.at(425), RTT), None);
     assert_eq!(cr.on_loss_after_validation(1, clock.at(426), RTT), None);
 }
 
-/// A larger jump needs more: a sixty-fourth of PipeSize in datagrams.
+/// A small jump needs three: an eighth of its PipeSize is fewer.
 #[test]
-fn a_sixty_fourth_of_pipesize_refutes_the_window() {
+fn a_small_jump_needs_three_losses() {
+    let clock = Clock::new();
+    let mut cr = jumped(24, &clock);
+    send_quietly(&mut cr, 10..=10, pkts(10), clock.at(110));
+    cr.on_packet_sent(&sent(11, pkts(12), true, clock.at(110)))
+        .expect("validating");
+    let _ = cr.on_ack(&ack(Some(10), pkts(11), pkts(1), RTT, clock.at(210)));
+    cr.on_ack(&ack(Some(11), pkts(1), pkts(12), RTT, clock.at(300)))
+        .expect("validated");
+    // PipeSize 22 datagrams, of which an eighth is 2.
+    assert_eq!(cr.pipesize(), pkts(22));
+    assert_eq!(cr.on_loss_after_validation(2, clock.at(400), RTT), None);
+    assert_eq!(
+        cr.on_loss_after_validation(1, clock.at(400), RTT),
+        Some(pkts(22))
+    );
+}
+
+/// A larger jump needs more: an eighth of PipeSize in datagrams.
+#[test]
+fn an_eighth_of_a_large_pipesize_refutes_the_window() {
     let clock = Clock::new();
     let mut cr = jumped(2000, &clock);
     send_quietly(&mut cr, 10..=998, pkts(10), clock.at(110));
@@ -50,9 +72,9 @@ fn a_sixty_fourth_of_pipesize_refutes_the_window() {
     let _ = cr.on_ack(&ack(Some(10), pkts(11), pkts(989), RTT, clock.at(210)));
     cr.on_ack(&ack(Some(999), pkts(989), pkts(1000), RTT, clock.at(300)))
         .expect("validated");
-    // PipeSize 1010 datagrams: 15 losses refute the window, 14 do not.
+    // PipeSize 1010 datagrams: 126 losses refute the window, 125 do not.
     assert_eq!(cr.pipesize(), pkts(1010));
-    assert_eq!(cr.on_loss_after_validation(14, clock.at(400), RTT), None);
+    assert_eq!(cr.on_loss_after_validation(125, clock.at(400), RTT), None);
     assert_eq!(
         cr.on_loss_after_validation(1, clock.at(400), RTT),
         Some(pkts(1010))

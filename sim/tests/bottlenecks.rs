@@ -70,31 +70,36 @@ fn behind_fq_codel_one_resumed_flow_is_faster_than_without_a_token() {
 /// than without tokens in the median and the p95, and the flows share
 /// fairly (Jain >= 0.9, an incumbent keeps >= 45 % of the link while a
 /// jump is validated). Measured over seeds 1-10 at 50 Mbit/s, 1 MiB each,
-/// CUBIC, Reno and BBR2, alone and beside an incumbent long download: at
-/// 600 ms median 0.62-0.82 x the baseline's, p95 0.59-0.87 x; at 300 ms
-/// 0.69-1.01 x and 0.72-1.04 x: slower by at most 1 % in 5 of the 20
-/// CUBIC crowds there, and by 4 % in one Reno p95 (beside the download,
-/// seed 8). The mean client is faster in every crowd (0.72-0.95 x there):
-/// the jump budget lets about half the crowd jump, they finish first, and
-/// the median and p95 fall among those that did not. Jain at least 0.967.
-/// The crowd loses more (0.5-4.5 x the baseline's packets). Guarded here
-/// for the crowd's defaults (CUBIC, 600 ms, seed 1): 0.75 x, 0.75 x, Jain
-/// 1.000.
+/// alone and beside an incumbent long download: CUBIC at 300 ms median
+/// 0.69-0.82 x the baseline's, p95 0.69-0.82 x; at 600 ms 0.74-0.81 x and
+/// 0.71-0.87 x; BBR2 0.81-0.86 x; Reno 0.62-0.82 x and 0.59-0.76 x, but
+/// one p95 at 1.04 x (300 ms beside the download, seed 8: two clients
+/// whose lowered jumps met CoDel finish on Reno's growth of a packet a
+/// round trip). Jain at least 0.975. Losses
+/// after a validation cap the window only when they are wholesale (an
+/// eighth of PipeSize): counting a sixty-fourth, CoDel's few drops capped
+/// a lowered jump's flow below its fair share and the 300 ms CUBIC crowds
+/// were up to 1 % slower in 5 of 20. Guarded here for the crowd's defaults
+/// (CUBIC, 600 ms, seed 1) and for CUBIC at 300 ms, seed 10.
 /// (The incumbent's share: the test below.)
 #[test]
 fn behind_fq_codel_a_resumed_crowd_of_ten_is_faster_and_fair() {
-    let report = crowd::run(&Crowd {
-        discipline: Discipline::FqCodel,
-        ..Crowd::default()
-    })
-    .expect("the crowd runs");
-    let (resume, baseline) = (&report.resume, &report.baseline);
-    let median = |arm: &crowd::ArmReport| arm.median_completion_s.expect("completed");
-    let p95 = |arm: &crowd::ArmReport| arm.p95_completion_s.expect("completed");
-    assert_eq!(resume.engaged, 10);
-    assert!(median(resume) <= median(baseline), "{report:?}");
-    assert!(p95(resume) <= p95(baseline), "{report:?}");
-    assert!(resume.jain_fairness.is_some_and(|j| j >= 0.9), "{report:?}");
+    for (rtt_ms, seed) in [(600, 1), (300, 10)] {
+        let report = crowd::run(&Crowd {
+            discipline: Discipline::FqCodel,
+            rtt: Duration::from_millis(rtt_ms),
+            seed,
+            ..Crowd::default()
+        })
+        .expect("the crowd runs");
+        let (resume, baseline) = (&report.resume, &report.baseline);
+        let median = |arm: &crowd::ArmReport| arm.median_completion_s.expect("completed");
+        let p95 = |arm: &crowd::ArmReport| arm.p95_completion_s.expect("completed");
+        assert_eq!(resume.engaged, 10);
+        assert!(median(resume) <= median(baseline), "{report:?}");
+        assert!(p95(resume) <= p95(baseline), "{report:?}");
+        assert!(resume.jain_fairness.is_some_and(|j| j >= 0.9), "{report:?}");
+    }
 }
 
 /// Target: behind fq_codel, an incumbent keeps at least 45 % of the link
@@ -163,14 +168,16 @@ fn over_a_path_grown_fivefold_resuming_with_slow_start_past_saved_finishes_soone
 /// with a 1 MiB burst): the resumed connection retreats, loses at most
 /// 1.5 x what the baseline loses, and finishes no later than 1.1 x the
 /// baseline. Measured: it finishes at 0.59 x (CUBIC), 0.42 x (Reno) and
-/// 0.56 x (BBR2) the baseline's time, losing 1.24 x, 1.20 x and 1.36 x its
+/// 0.56 x (BBR2) the baseline's time, losing 1.37 x, 1.20 x and 1.36 x its
 /// packets. Validating's slow start doubles the window towards the saved
 /// one, and the policer's bucket passes that doubling, so the round trip
 /// after the validation goes out at twice what the policer passes before
 /// its drops can come back (a policer adds no delay); the losses
 /// after the validation bring the window to the capacity the jump
 /// validated (CUBIC reducing from the refuted window instead lost 2.34 x,
-/// through three congestion events).
+/// through three congestion events; over policers of 20, 25 and 30 Mbit/s
+/// with a 1 MiB burst at 300 and 600 ms, 0.20-1.42 x the baseline's
+/// losses).
 ///
 /// Miss: it never retreats. The jump sends at about half the saved rate
 /// (CUBIC and Reno: half the saved window paced over one RTT; BBR2
@@ -332,7 +339,7 @@ fn policed_second(
 /// Pacing Reno and CUBIC (`--pace`, off by default) is for policers with
 /// small buckets, whose drops unpaced slow start's bursts meet. Measured
 /// behind a policer at half the saved rate with a 64 KiB bucket, 10 MiB:
-/// resumed CUBIC 8.36 s unpaced, 5.42 s paced; without a token 33.6 s and
+/// resumed CUBIC 8.41 s unpaced, 5.61 s paced; without a token 33.6 s and
 /// 10.7 s; Reno 24.0 / 6.85 s and 72.1 / 14.0 s. Guarded with a margin: a
 /// paced resumed connection takes at most 3/4 of the unpaced one's time,
 /// a paced one without a token at most half, and resuming still pays.
