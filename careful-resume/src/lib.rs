@@ -93,6 +93,13 @@
 //! threshold to `ssthresh` when they are `Some`; delete the saved set when
 //! `saved_set_consumed`; log a `careful_resume_phase_updated` qlog event from
 //! the fields (`Phase::as_str`, `Trigger::as_str` give the exact strings).
+//! A transition into [`Phase::SafeRetreat`] is the connection's congestion
+//! response: start the controller's recovery period there, so that losses
+//! of packets sent before it do not reduce the window again (RFC 9002,
+//! 7.3.2); on leaving it with [`Trigger::ExitRecovery`], let the controller
+//! go on as after a congestion event at `pipesize` (CUBIC: W_max is
+//! PipeSize, the curve through the new ssthresh), not towards the window
+//! the jump had.
 //!
 //! On the hot path, guard every call with [`CarefulResume::wants_events`]
 //! (one branch once CR is over; after a validated jump it stays true while
