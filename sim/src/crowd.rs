@@ -482,6 +482,11 @@ pub struct ArmReport {
     pub incumbent_link_share_in_jumps: Option<f64>,
     /// The incumbent's throughput just before the crowd, Mbit/s.
     pub incumbent_before_mbps: Option<f64>,
+    /// Each client's connection in the crowd, in client order, as `cr-sim
+    /// run --json` reports one (completion, losses, Careful Resume's phases
+    /// and jump, how slow start ended): the clients behind the medians, to
+    /// tell which of them finished late and why.
+    pub connections: Vec<ConnectionReport>,
 }
 
 impl ArmReport {
@@ -541,6 +546,7 @@ impl ArmReport {
             incumbent_share_early: share(arm.crowd_start, early_end.min(arm.crowd_done)),
             incumbent_link_share_in_jumps: in_jumps,
             incumbent_before_mbps: before_mbps,
+            connections: reports,
         }
     }
 }

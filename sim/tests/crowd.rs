@@ -44,6 +44,12 @@ fn the_crowd_report_has_every_field_of_the_issue() {
         }
         assert_eq!(json[arm]["clients"], 3);
         assert_eq!(json[arm]["completed"], 3);
+        let connections = json[arm]["connections"].as_array().expect("per client");
+        assert_eq!(connections.len(), 3, "{arm}");
+        for connection in connections {
+            assert!(connection["completion_s"].is_f64(), "{connection}");
+            assert_eq!(connection["cr"]["engaged"], arm == "resume", "{connection}");
+        }
         assert!(json[arm]["incumbent_share"].is_null(), "no incumbent");
     }
     let (resume, baseline) = (&report.resume, &report.baseline);
