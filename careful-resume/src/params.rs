@@ -162,7 +162,7 @@ impl Config {
     ///
     /// On pays where the saved capacity is well below the path: over a path
     /// grown fivefold since the set was saved, resuming took 1.33 x (CUBIC)
-    /// and 1.39 x (Reno) the time without a token with it off, 0.81 x with
+    /// and 1.39 x (Reno) the time without a token with it off, 0.75 x with
     /// it on (both; cr-sim, 10 then 50 Mbit/s at 600 ms, 10 MiB). It
     /// costs where the saved capacity is near the path and the queue is
     /// short or managed: the smoothed RTT lags a queue that fills within a

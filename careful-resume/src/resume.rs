@@ -803,11 +803,9 @@ impl CarefulResume {
     /// minimum by HyStart++'s threshold (RFC 9406: an eighth, clamped to
     /// 4-16 ms), it shows the saved capacity leaves room on the path, and
     /// slow start goes on past it until an ACK's RTT shows the queue it
-    /// starts to build (ssthresh is then the window of that moment) or a
-    /// loss ends it. Otherwise ssthresh stays at the saved capacity. The
-    /// delay check, not SEARCH, ends that slow start: SEARCH's record starts
-    /// afresh after the jump and needs three round trips before its first
-    /// verdict.
+    /// starts to build (ssthresh is then the window of that moment), SEARCH
+    /// sees deliveries fall short, or a loss ends it. Otherwise ssthresh
+    /// stays at the saved capacity.
     ///
     /// Only with [`Config::with_slow_start_past_saved`] on (off by default):
     /// where the saved capacity is near the path and the queue short or

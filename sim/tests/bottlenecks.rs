@@ -182,10 +182,12 @@ fn behind_fq_codel_an_incumbent_keeps_its_share_while_a_jump_is_validated() {
 /// Target: over a path whose rate grew fivefold since the saved set was
 /// measured (10, then 50 Mbit/s, at 600 ms; 10 MiB), CUBIC and Reno
 /// resumed with slow start past the saved capacity (off by default) finish
-/// within 0.9 x the time without a token, losing nothing.
+/// within 0.8 x the time without a token, losing nothing.
 /// The saved capacity is a fifth of the path: the round trip after the
 /// validated jump comes back whole with no queue in the RTT, and slow start
-/// goes on past it. Measured: 0.81 x (CUBIC and Reno), no loss; by
+/// goes on past it. Measured: 0.75 x (CUBIC and Reno), no loss (0.81 x
+/// while SEARCH, reading the held round's sends without their ACKs, could
+/// end that slow start as it opened: quiche patch 0044); by
 /// default, slow start ending at the saved capacity, 1.33 x and 1.39 x
 /// (case `grown-fivefold`: resuming is slower than not there). BBR2, which Careful Resume sends out of Startup at the saved
 /// rate, takes 1.03 x (not guarded).
@@ -193,7 +195,7 @@ fn behind_fq_codel_an_incumbent_keeps_its_share_while_a_jump_is_validated() {
 fn over_a_path_grown_fivefold_resuming_with_slow_start_past_saved_finishes_sooner() {
     for r in case("grown-fivefold-past-saved").filter(|r| r.cc != "bbr2") {
         let ratio = r.versus_baseline().expect("both completed");
-        assert!(ratio <= 0.9, "{}: {ratio:.3} x the baseline's time", r.cc);
+        assert!(ratio <= 0.8, "{}: {ratio:.3} x the baseline's time", r.cc);
         let lost = second(r).packets_lost;
         assert_eq!(lost, 0, "{}: {lost} packets lost", r.cc);
     }
