@@ -41,19 +41,41 @@ fn a_few_losses_leave_the_window_to_the_controller() {
     assert_eq!(cr.on_loss_after_validation(1, clock.at(426), RTT), None);
 }
 
+/// A jump of half `saved_packets`, sent whole at 110 ms without Validating
+/// growing the window and validated at 300 ms: PipeSize is the jump plus
+/// the ten packets in flight when it began.
+fn validated_jump(saved_packets: usize, clock: &Clock) -> CarefulResume {
+    let jump = saved_packets / 2;
+    let last = jump as u64 - 1;
+    let mut cr = jumped(saved_packets, clock);
+    send_quietly(&mut cr, 10..=last - 1, pkts(10), clock.at(110));
+    cr.on_packet_sent(&sent(last, pkts(jump), true, clock.at(110)))
+        .expect("validating");
+    let _ = cr.on_ack(&ack(
+        Some(10),
+        pkts(11),
+        pkts(jump - 11),
+        RTT,
+        clock.at(210),
+    ));
+    cr.on_ack(&ack(
+        Some(last),
+        pkts(jump - 11),
+        pkts(jump),
+        RTT,
+        clock.at(300),
+    ))
+    .expect("validated");
+    assert_eq!(cr.pipesize(), pkts(jump + 10));
+    cr
+}
+
 /// A small jump needs three: an eighth of its PipeSize is fewer.
 #[test]
 fn a_small_jump_needs_three_losses() {
     let clock = Clock::new();
-    let mut cr = jumped(24, &clock);
-    send_quietly(&mut cr, 10..=10, pkts(10), clock.at(110));
-    cr.on_packet_sent(&sent(11, pkts(12), true, clock.at(110)))
-        .expect("validating");
-    let _ = cr.on_ack(&ack(Some(10), pkts(11), pkts(1), RTT, clock.at(210)));
-    cr.on_ack(&ack(Some(11), pkts(1), pkts(12), RTT, clock.at(300)))
-        .expect("validated");
     // PipeSize 22 datagrams, of which an eighth is 2.
-    assert_eq!(cr.pipesize(), pkts(22));
+    let mut cr = validated_jump(24, &clock);
     assert_eq!(cr.on_loss_after_validation(2, clock.at(400), RTT), None);
     assert_eq!(
         cr.on_loss_after_validation(1, clock.at(400), RTT),
@@ -65,15 +87,8 @@ fn a_small_jump_needs_three_losses() {
 #[test]
 fn an_eighth_of_a_large_pipesize_refutes_the_window() {
     let clock = Clock::new();
-    let mut cr = jumped(2000, &clock);
-    send_quietly(&mut cr, 10..=998, pkts(10), clock.at(110));
-    cr.on_packet_sent(&sent(999, pkts(1000), true, clock.at(110)))
-        .expect("validating");
-    let _ = cr.on_ack(&ack(Some(10), pkts(11), pkts(989), RTT, clock.at(210)));
-    cr.on_ack(&ack(Some(999), pkts(989), pkts(1000), RTT, clock.at(300)))
-        .expect("validated");
     // PipeSize 1010 datagrams: 126 losses refute the window, 125 do not.
-    assert_eq!(cr.pipesize(), pkts(1010));
+    let mut cr = validated_jump(2000, &clock);
     assert_eq!(cr.on_loss_after_validation(125, clock.at(400), RTT), None);
     assert_eq!(
         cr.on_loss_after_validation(1, clock.at(400), RTT),

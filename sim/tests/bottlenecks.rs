@@ -66,6 +66,16 @@ fn behind_fq_codel_one_resumed_flow_is_faster_than_without_a_token() {
     each_resumed_within("fq_codel-600ms", 0.6);
 }
 
+/// A crowd arm's median completion, seconds.
+fn median(arm: &crowd::ArmReport) -> f64 {
+    arm.median_completion_s.expect("completed")
+}
+
+/// A crowd arm's p95 completion, seconds.
+fn p95(arm: &crowd::ArmReport) -> f64 {
+    arm.p95_completion_s.expect("completed")
+}
+
 /// Target: behind fq_codel, a crowd of ten resuming at once is no slower
 /// than without tokens in the median and the p95, and the flows share
 /// fairly (Jain >= 0.9, an incumbent keeps >= 45 % of the link while a
@@ -93,8 +103,6 @@ fn behind_fq_codel_a_resumed_crowd_of_ten_is_faster_and_fair() {
         })
         .expect("the crowd runs");
         let (resume, baseline) = (&report.resume, &report.baseline);
-        let median = |arm: &crowd::ArmReport| arm.median_completion_s.expect("completed");
-        let p95 = |arm: &crowd::ArmReport| arm.p95_completion_s.expect("completed");
         assert_eq!(resume.engaged, 10);
         assert!(median(resume) <= median(baseline), "{report:?}");
         assert!(p95(resume) <= p95(baseline), "{report:?}");
@@ -125,7 +133,6 @@ fn behind_a_slow_fq_codel_a_crowd_whose_jumps_retreat_keeps_near_its_baseline() 
         .expect("the crowd runs");
         let (resume, baseline) = (&report.resume, &report.baseline);
         assert_eq!(resume.retreated, 10, "seed {seed}");
-        let p95 = |arm: &crowd::ArmReport| arm.p95_completion_s.expect("completed");
         assert!(
             p95(resume) <= 1.05 * p95(baseline),
             "seed {seed}: {report:?}"
