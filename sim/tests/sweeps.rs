@@ -120,8 +120,10 @@ fn with_random_loss_and_slow_start_past_saved_resuming_reno_is_faster_at_the_med
 /// 10 MB at 20 Mbit/s and 600 ms, first and resumed, each controller, the
 /// link dark for 2, 5 or 10 s from 1.2 s (while the resumed connection's
 /// jump is in flight) or 3 s: every download completes, 10 s is persistent
-/// congestion for every connection, and 5 s or more ends the resumed
-/// connection's Careful Resume on it unless its jump had arrived.
+/// congestion for every connection, 5 s or more ends the resumed
+/// connection's Careful Resume on it unless its jump had arrived, and 2 s,
+/// whose losses span less than RFC 9002's three probe timeouts, is
+/// persistent congestion for none.
 #[test]
 fn outages_are_persistent_congestion_and_downloads_complete() {
     holds("outage", &[]);
