@@ -403,6 +403,26 @@ fn rate_between(samples: &[(SimTime, u64)], from: SimTime, to: SimTime) -> f64 {
     by(to).saturating_sub(by(from)) as f64 / seconds
 }
 
+/// Each client's connection in `arm`, in client order.
+fn connection_reports(crowd: &Crowd, arm: &ArmOutcome) -> Vec<ConnectionReport> {
+    let limit = Scenario::limit(crowd.size, crowd.rate, crowd.rtt);
+    arm.crowd
+        .iter()
+        .map(|r| ConnectionReport::of(r, crowd.size, limit))
+        .collect()
+}
+
+/// The stretch of `arm`'s crowd, counted from its start, from the first
+/// jump to the end of the last validation; `None` when none jumped.
+pub fn jumps_stretch(crowd: &Crowd, arm: &ArmOutcome) -> Option<(Duration, Duration)> {
+    let reports = connection_reports(crowd, arm);
+    let (from, to) = jumps_span(&arm.crowd, &reports)?;
+    Some((
+        from.saturating_sub(arm.crowd_start),
+        to.saturating_sub(arm.crowd_start),
+    ))
+}
+
 /// From the first jump of `records` (their `reports`) to the end of the
 /// last one's validation, when any jumped: the span RFC 9959 calls
 /// Unvalidated and Validating. A validation the trace never saw end lasts
@@ -479,6 +499,10 @@ pub struct ArmReport {
     /// unvalidated or being validated (from the first jump to the end of
     /// the last validation: RFC 9959's Unvalidated and Validating), as a
     /// share of the link's rate; `null` without `--competing` or a jump.
+    /// The arm without tokens gives it over the same stretch of its crowd
+    /// (counted from the crowd's start): what the incumbent carried when
+    /// the newcomers slow-started instead, beside what it kept through
+    /// their jumps.
     pub incumbent_link_share_in_jumps: Option<f64>,
     /// The incumbent's throughput just before the crowd, Mbit/s.
     pub incumbent_before_mbps: Option<f64>,
@@ -490,14 +514,11 @@ pub struct ArmReport {
 }
 
 impl ArmReport {
-    /// The figures of `arm`, a crowd of `crowd`.
-    pub fn of(crowd: &Crowd, arm: &ArmOutcome) -> ArmReport {
-        let limit = Scenario::limit(crowd.size, crowd.rate, crowd.rtt);
-        let reports: Vec<ConnectionReport> = arm
-            .crowd
-            .iter()
-            .map(|r| ConnectionReport::of(r, crowd.size, limit))
-            .collect();
+    /// The figures of `arm`, a crowd of `crowd`; the incumbent's share of
+    /// the link is taken over `jumps`, a stretch of the crowd counted from
+    /// its start ([`jumps_stretch`] of the arm presenting tokens).
+    pub fn of(crowd: &Crowd, arm: &ArmOutcome, jumps: Option<(Duration, Duration)>) -> ArmReport {
+        let reports = connection_reports(crowd, arm);
         let completions: Vec<f64> = reports.iter().filter_map(|c| c.completion_s).collect();
         let goodputs: Vec<f64> = reports.iter().filter_map(|c| c.goodput_mbps).collect();
         let retreated = |c: &&ConnectionReport| c.cr.phases.iter().any(|p| p.to == "safe_retreat");
@@ -515,9 +536,10 @@ impl ArmReport {
             Some(round3(rate_between(samples, from, to) / before))
         };
         let early_end = arm.crowd_start + crowd.rtt * EARLY_RTTS;
-        let in_jumps = jumps_span(&arm.crowd, &reports).and_then(|(from, to)| {
+        let in_jumps = jumps.and_then(|(from, to)| {
             let (samples, _) = arm.incumbent.as_ref()?;
             let link = crowd.rate.bps() as f64 / 8.0;
+            let (from, to) = (arm.crowd_start + from, arm.crowd_start + to);
             Some(round3(rate_between(samples, from, to) / link))
         });
         let before_mbps = before.map(|b| round3(b * 8.0 / 1e6));
@@ -637,6 +659,7 @@ impl CrowdReport {
             .filter_map(|c| c.token_left.map(|t| t.capacity_bytes as f64))
             .collect();
         let total = crowd.size.saturating_mul(crowd.clients as u64);
+        let jumps = jumps_stretch(crowd, resume);
         CrowdReport {
             crowd: CrowdView {
                 clients: crowd.clients,
@@ -664,8 +687,8 @@ impl CrowdReport {
                 median_completion_s: median(&alone_completions).map(round_s),
                 median_saved_bytes: median(&saved).map(|b| b.round() as u64),
             },
-            resume: ArmReport::of(crowd, resume),
-            baseline: ArmReport::of(crowd, baseline),
+            resume: ArmReport::of(crowd, resume, jumps),
+            baseline: ArmReport::of(crowd, baseline, jumps),
         }
     }
 

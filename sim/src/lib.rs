@@ -163,6 +163,7 @@
 //!     "incumbent_share_early": f64|null, // the same over the first 5 RTTs
 //!     "incumbent_link_share_in_jumps": f64|null, // its share of the link from
 //!                                // the first jump to the last validation's end
+//!                                // (baseline: over the same stretch of its crowd)
 //!     "incumbent_before_mbps": f64|null,
 //!     "connections": [...]       // each client's, in client order, as an
 //!                                // element of `cr-sim run --json`'s (above)

@@ -105,7 +105,7 @@ fn a_crowd_of_first_connections_loses_no_more_with_search() {
             ..case.crowd.clone()
         };
         let baseline = cr_sim::crowd::run_arm(&crowd, false).expect("the baseline arm");
-        cr_sim::crowd::ArmReport::of(&crowd, &baseline).lost_packets
+        cr_sim::crowd::ArmReport::of(&crowd, &baseline, None).lost_packets
     };
     let (search, hystart) = (lost(SlowStart::Search), lost(SlowStart::Hystart));
     assert!(

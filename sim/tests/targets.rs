@@ -858,7 +858,8 @@ fn without_the_jump_budget_the_probe_crowd_floods_the_bottleneck() {
         .find(|result| result.name == case.name)
         .and_then(|result| result.crowd.as_ref().ok())
         .expect("the probe's report");
-    let unshared = cr_sim::crowd::ArmReport::of(&crowd, &unshared);
+    let jumps = cr_sim::crowd::jumps_stretch(&crowd, &unshared);
+    let unshared = cr_sim::crowd::ArmReport::of(&crowd, &unshared, jumps);
     assert!(
         unshared.lost_packets > 3 * shared.resume.lost_packets,
         "{} lost without the budget, {} with it",
