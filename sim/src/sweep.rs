@@ -628,9 +628,9 @@ fn ms(n: u64) -> Duration {
 ///   connection, and ends its Careful Resume unless its whole jump had
 ///   arrived. An outage of 2 s is persistent congestion for none, and
 ///   cannot be at 600 ms: the sender falls silent within a round trip and
-///   then only probes, a probe timeout and then two apart, so the packets
-///   it loses span less than the three probe timeouts (at least 1.88 s)
-///   RFC 9002 requires.
+///   then only probes, one probe timeout and then twice that apart, so the
+///   packets it loses span less than the three probe timeouts (at least
+///   1.88 s) RFC 9002 requires.
 /// - `leo` and `rain-fade`: 10 MiB over the LEO schedule (100 Mbit/s and
 ///   40 ms to begin with) and the GEO rain fade (50 Mbit/s and 600 ms), 2 ms
 ///   of jitter, ten seeds, each controller: the resumed connection is no
