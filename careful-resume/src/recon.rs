@@ -84,8 +84,12 @@ impl Reconnaissance {
         if !(self.rtt_validated && self.initial_data_acked(config) && self.cwnd_limited) {
             return Verdict::Wait;
         }
-        if jump_window <= cwnd.max(config.initial_window()) {
-            // The saved set offers nothing over the current window.
+        if jump_window <= cwnd.max(config.initial_window()).saturating_mul(2) {
+            // The jump offers nothing over slow start, which sends twice the
+            // window in the coming round without a validation, while
+            // Unvalidated holds the window at the jump (RFC 9959 leaves
+            // Careful Resume when the saved set offers nothing over the
+            // current window). A crowd's jump budget lowers jumps this far.
             return Verdict::Abandon(Trigger::CongestionWindowLimited);
         }
         Verdict::Ready

@@ -567,8 +567,9 @@ impl CarefulResume {
     /// clients resuming at once may share one bottleneck) lowers each jump
     /// to its share as more connections jump. RFC 9959 lets a sender jump
     /// to less than half the saved window. Before the jump, a window the
-    /// jump no longer exceeds ends Careful Resume at the jump, and the
-    /// connection slow-starts as one without a saved set; during it, the
+    /// jump no longer exceeds twice over ends Careful Resume at the jump
+    /// (slow start sends as much in the round), and the connection
+    /// slow-starts as one without a saved set; during it, the
     /// window never goes below twice the flight the jump started from (what
     /// slow start would have sent in the round), and the sender sends no
     /// more unvalidated data once its flight reaches it.

@@ -6,7 +6,7 @@
 
 mod common;
 
-use careful_resume::{CarefulResume, Congestion};
+use careful_resume::{CarefulResume, Config, Congestion, PacketSent, Phase};
 use common::*;
 
 /// The jump (pn 10 to 99) is validated at 300 ms with PipeSize 110
@@ -70,16 +70,34 @@ fn validated_jump(saved_packets: usize, clock: &Clock) -> CarefulResume {
     cr
 }
 
-/// A small jump needs three: an eighth of its PipeSize is fewer.
+/// A small jump needs three: an eighth of its PipeSize is fewer. With an
+/// initial window of ten packets no jump is this small (a jump must exceed
+/// twice the window); with one of two packets, a jump of eight is made.
 #[test]
 fn a_small_jump_needs_three_losses() {
     let clock = Clock::new();
-    // PipeSize 22 datagrams, of which an eighth is 2.
-    let mut cr = validated_jump(24, &clock);
+    let config = Config::new(pkts(2), MSS).unwrap();
+    let mut cr = CarefulResume::new(config, saved(16));
+    handshake_acked(&mut cr, &clock);
+    let packet = |pn: u64, cwnd: usize, cwnd_limited: bool| PacketSent {
+        cwnd,
+        ..sent(pn, pkts(pn as usize + 1), cwnd_limited, clock.at(101))
+    };
+    assert_eq!(cr.on_packet_sent(&packet(0, pkts(2), false)), None);
+    let jump = cr.on_packet_sent(&packet(1, pkts(2), true));
+    assert_eq!(jump.map(|t| t.cwnd), Some(Some(pkts(8))));
+    send_quietly(&mut cr, 2..=6, pkts(2), clock.at(110));
+    let full = cr.on_packet_sent(&packet(7, pkts(8), true));
+    assert_eq!(full.map(|t| t.to), Some(Phase::Validating));
+    let _ = cr.on_ack(&ack(Some(2), pkts(3), pkts(5), RTT, clock.at(210)));
+    cr.on_ack(&ack(Some(7), pkts(5), 0, RTT, clock.at(300)))
+        .expect("validated");
+    // PipeSize 10 datagrams, of which an eighth is 1.
+    assert_eq!(cr.pipesize(), pkts(10));
     assert_eq!(cr.on_loss_after_validation(2, clock.at(400), RTT), None);
     assert_eq!(
         cr.on_loss_after_validation(1, clock.at(400), RTT),
-        Some(pkts(22))
+        Some(pkts(10))
     );
 }
 

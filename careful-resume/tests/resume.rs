@@ -345,6 +345,21 @@ fn a_jump_limited_to_the_initial_window_ends_careful_resume_without_a_jump() {
     assert!(!t.saved_set_consumed);
 }
 
+/// A jump to no more than twice the window sends no more in its round than
+/// slow start would without a validation: it is not made. One packet more
+/// is.
+#[test]
+fn a_jump_to_no_more_than_twice_the_window_is_not_made() {
+    let outcome = |limit: usize| {
+        let clock = Clock::new();
+        let mut cr = CarefulResume::new(config(), saved(200));
+        assert!(cr.limit_jump(pkts(limit)));
+        ready_to_jump(&mut cr, &clock).map(|t| (t.to, t.cwnd))
+    };
+    assert_eq!(outcome(20), Some((Phase::Normal, None)));
+    assert_eq!(outcome(21), Some((Phase::Unvalidated, Some(pkts(21)))));
+}
+
 /// A minimum RTT above the saved one shows a standing queue of others'
 /// data: the jump leaves room for it, the excess delay (beyond an eighth
 /// of the saved RTT, jitter) times the saved rate, 2.4 MB/s here; a queue

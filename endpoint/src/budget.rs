@@ -14,9 +14,10 @@
 //! send alone. A lone client jumps in full. As a crowd arrives, the jumps
 //! already under way are lowered too (a jump is paced over a round trip,
 //! so most of it is still to be sent), so every member ends with about the
-//! same share, and none races ahead of the others. A jump lowered to the
-//! window it would jump from is not made: the connection slow-starts, as
-//! without a token. Shrinking the jump is within RFC 9959 (a sender may
+//! same share, and none races ahead of the others. A jump lowered to no
+//! more than twice the window it would jump from is not made (slow start
+//! sends as much in that round without a validation): the connection
+//! slow-starts, as without a token. Shrinking the jump is within RFC 9959 (a sender may
 //! jump to less). A lowered jump that meets a queue (the others' shares
 //! fill the path) ends slow start there, at what it validated; without
 //! one, slow start goes on to the saved capacity once the jump is

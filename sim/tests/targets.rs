@@ -782,8 +782,9 @@ fn crowd_results() -> &'static [suite::CrowdResult] {
 /// most the baseline's, p95 at most 1.1 x), nor less fair (Jain at least
 /// 0.9), nor lossier (at most 1.5 x). Measured (seed 1): crowd-10 (50
 /// Mbit/s, 600 ms, 1 MiB) 0.72 x the baseline's median, 0 lost either way;
-/// crowd-50 0.92 x, p95 0.95 x, lost 0 against 1,206, Jain 0.938, 35 of
-/// 50 jump; crowd-100-bbr2 1.00 x (none jumps: a hundredth of a jump is
+/// crowd-50 0.93 x, p95 0.95 x, lost 7 against 1,206, Jain 0.936, 17 of
+/// 50 jump (the others' shares are no more than twice their window);
+/// crowd-100-bbr2 1.00 x (none jumps: a hundredth of a jump is
 /// less than the initial window), lost 0.91 x. The real-socket
 /// probe (10 clients, 2 MiB at 300 ms, each saved the path's BDP) meets
 /// them with CUBIC: 0 lost against 0, median 0.88 x (1,782 lost
