@@ -140,8 +140,13 @@ fn the_packet_that_fills_the_jump_window_is_paced_too() {
 
 #[test]
 fn a_jump_over_a_slower_path_is_paced_on_the_measured_rtt_not_the_saved_one() {
-    // Saved over 800 ms; the second connection's path takes 1.2 s.
+    // Saved over 800 ms; the second connection's path takes 1.2 s. The
+    // 400 ms more look like a standing queue the jump leaves room for: of
+    // the 1.5 MB a 30 Mbit/s path's saved set offers, 58 kB are left, a
+    // jump worth making (at 10 Mbit/s none would be).
     let jump = Jump::of(&Scenario {
+        rate: cr_sim::units::Rate::mbit(30),
+        size: 10 << 20,
         rtt2: Some(Duration::from_millis(1200)),
         ..Scenario::default()
     });
