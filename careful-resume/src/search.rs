@@ -276,8 +276,10 @@ impl Search {
     }
 
     /// Forgets everything but the paced packets still to leave: after a
-    /// period that says nothing about slow start (a Careful Resume jump,
-    /// congestion).
+    /// period that says nothing about slow start (a Careful Resume jump's
+    /// Safe Retreat, congestion). A jump that is validated is not such a
+    /// period: keep the record through it, only do not act on its
+    /// verdicts while the jump is in flight.
     pub fn restart(&mut self) {
         let paced = std::mem::take(&mut self.paced);
         *self = Search::new();

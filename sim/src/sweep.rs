@@ -383,6 +383,14 @@ pub struct SweepRun {
 }
 
 impl SweepRun {
+    /// The run's connections: first, resumed and without a token, those it
+    /// has.
+    fn connections(&self) -> impl Iterator<Item = &ConnectionReport> {
+        [&self.first, &self.resumed, &self.without_token]
+            .into_iter()
+            .flatten()
+    }
+
     /// The row of `point`, from its session and, when the sweep resumes,
     /// the same seed's session without a token.
     fn of(
@@ -538,22 +546,14 @@ impl Check {
                         if run.outage_duration() < at_least {
                             return None;
                         }
-                        let connections = [&run.first, &run.resumed, &run.without_token];
-                        let missed = connections
-                            .into_iter()
-                            .flatten()
-                            .any(|c| c.persistent_congestion == 0);
+                        let missed = run.connections().any(|c| c.persistent_congestion == 0);
                         missed.then(|| format!("{}: no persistent congestion found", run.label()))
                     }
                     Check::NoPersistentCongestionWithin(at_most) => {
                         if run.outage_duration() > at_most {
                             return None;
                         }
-                        let connections = [&run.first, &run.resumed, &run.without_token];
-                        let declared = connections
-                            .into_iter()
-                            .flatten()
-                            .any(|c| c.persistent_congestion > 0);
+                        let declared = run.connections().any(|c| c.persistent_congestion > 0);
                         declared.then(|| {
                             format!("{}: persistent congestion declared too soon", run.label())
                         })
