@@ -171,6 +171,25 @@
 //! }
 //! ```
 //!
+//! With `--seed FIRST..LAST` ([`crowd_seeds`]) the crowd runs once per seed:
+//!
+//! ```text
+//! {
+//!   "seeds": [crowd report, ...],  // as above, in seed order
+//!   "summary": {
+//!     "runs": u64,
+//!     "median_ratio_mean" | "median_ratio_max" | "p95_ratio_mean" |
+//!     "p95_ratio_max": f64|null,   // each seed's resumed / baseline
+//!     "slower_runs": u64,          // seeds with a median or p95 above 1
+//!     "pooled_median_ratio" | "pooled_p95_ratio": f64|null, // every seed's
+//!                                  // clients together, resumed / baseline
+//!     "lost_resumed" | "lost_baseline": u64, "retreated": u64, "engaged": u64,
+//!     "jain_min": f64|null,
+//!     "incumbent_in_jumps" | "incumbent_in_jumps_baseline": [f64, f64]|null
+//!   }
+//! }
+//! ```
+//!
 //! # Sweeps: `cr-sim sweep --json` ([`sweep`])
 //!
 //! One line per point of the sweep (the summary table goes to standard
@@ -213,6 +232,7 @@ pub mod bottlenecks;
 pub mod cgnat;
 pub mod clock;
 pub mod crowd;
+pub mod crowd_seeds;
 pub mod demo;
 pub mod endpoint;
 pub mod error;

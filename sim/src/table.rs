@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use crate::cgnat::CgnatReport;
 use crate::crowd::ArmReport;
 use crate::crowd::CrowdReport;
+use crate::crowd_seeds::SeedsReport;
 use crate::report::ConnectionReport;
 use crate::report::Report;
 use crate::report::TokenReport;
@@ -161,26 +162,7 @@ fn bottleneck(discipline: &str, policer: Option<Policer>, policer2: Option<Polic
 
 /// The human form of `cr-sim crowd`.
 pub fn crowd(report: &CrowdReport) -> String {
-    let c = &report.crowd;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} clients x {} over {} Mbit/s, RTT {} ms, queue {} B{}, {}, starting within {} ms, seed {}{}",
-        c.clients,
-        ByteSize(c.size_bytes),
-        c.rate_bps as f64 / 1e6,
-        c.rtt_s * 1e3,
-        c.queue_bytes,
-        bottleneck(c.queue_discipline, c.policer, None),
-        c.cc,
-        c.spread_s * 1e3,
-        c.seed,
-        if c.competing {
-            ", with an incumbent long download"
-        } else {
-            ""
-        }
-    );
+    let mut out = crowd_title(report, &format!("seed {}", report.crowd.seed));
     let _ = writeln!(
         out,
         "alone: median {} (limit {:.3} s), saved {}; the whole crowd's limit {:.3} s\n",
@@ -203,6 +185,94 @@ pub fn crowd(report: &CrowdReport) -> String {
         .collect();
     out.push_str(&render(&header, &rows));
     let _ = writeln!(out, "\n{}", crowd_verdict(report));
+    out
+}
+
+/// The first line of a crowd's human form: the crowd and its `seeds`.
+fn crowd_title(report: &CrowdReport, seeds: &str) -> String {
+    let c = &report.crowd;
+    format!(
+        "{} clients x {} over {} Mbit/s, RTT {} ms, queue {} B{}, {}, starting within {} ms, {seeds}{}\n",
+        c.clients,
+        ByteSize(c.size_bytes),
+        c.rate_bps as f64 / 1e6,
+        c.rtt_s * 1e3,
+        c.queue_bytes,
+        bottleneck(c.queue_discipline, c.policer, None),
+        c.cc,
+        c.spread_s * 1e3,
+        if c.competing {
+            ", with an incumbent long download"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The human form of `cr-sim crowd --seed FIRST..LAST`: a line per seed,
+/// resumed over baseline, and what the seeds say together.
+pub fn crowd_seeds(report: &SeedsReport) -> String {
+    let (Some(first), Some(last)) = (report.seeds.first(), report.seeds.last()) else {
+        return String::new();
+    };
+    let seeds = format!("seeds {}..{}", first.crowd.seed, last.crowd.seed);
+    let mut out = crowd_title(first, &seeds);
+    let _ = writeln!(out, "resumed over baseline, per seed:\n");
+    let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.3}x"));
+    let share = |s: Option<f64>| s.map_or("-".into(), |s| format!("{:.0}%", s * 100.0));
+    let rows: Vec<Vec<String>> = report
+        .seeds
+        .iter()
+        .map(|r| {
+            vec![
+                r.crowd.seed.to_string(),
+                ratio(r.ratio(|a| a.median_completion_s)),
+                ratio(r.ratio(|a| a.p95_completion_s)),
+                format!("{} / {}", r.resume.lost_packets, r.baseline.lost_packets),
+                format!("{} / {}", r.resume.retreated, r.resume.engaged),
+                r.resume
+                    .jain_fairness
+                    .map_or("-".into(), |j| format!("{j:.3}")),
+                format!(
+                    "{} / {}",
+                    share(r.resume.incumbent_link_share_in_jumps),
+                    share(r.baseline.incumbent_link_share_in_jumps)
+                ),
+            ]
+        })
+        .collect();
+    let header = [
+        "seed",
+        "median",
+        "p95",
+        "lost (resumed / baseline)",
+        "retreated / jumped",
+        "jain",
+        "incumbent in jumps (resumed / baseline)",
+    ];
+    out.push_str(&render(&header, &rows));
+    let s = &report.summary;
+    let _ = writeln!(
+        out,
+        "\nover {} seeds: median {} on average (worst {}), p95 {} (worst {}); slower in {} of {}",
+        s.runs,
+        ratio(s.median_ratio_mean),
+        ratio(s.median_ratio_max),
+        ratio(s.p95_ratio_mean),
+        ratio(s.p95_ratio_max),
+        s.slower_runs,
+        s.runs,
+    );
+    let _ = writeln!(
+        out,
+        "every seed's clients pooled: median {}, p95 {}; lost {} resumed, {} baseline; {} of {} jumps retreated",
+        ratio(s.pooled_median_ratio),
+        ratio(s.pooled_p95_ratio),
+        s.lost_resumed,
+        s.lost_baseline,
+        s.retreated,
+        s.engaged,
+    );
     out
 }
 

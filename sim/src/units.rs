@@ -1,9 +1,11 @@
 //! The simulator's own quantities: an amount of data that may scale with
 //! the path (a queue limit or an object size: `64KiB`, `2xBDP`), a loss
-//! window (`0..2s:30%`) and an outage (`3s,5s`), parsed from the short
+//! window (`0..2s:30%`), an outage (`3s,5s`) and a range of seeds (`1..10`),
+//! parsed from the short
 //! forms the `cr-sim` flags take. The units every program shares (rates, sizes, durations,
 //! probabilities) are `cr_serve::units`', re-exported here.
 
+use std::ops::RangeInclusive;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -151,9 +153,35 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
     s.serialize_f64((d.as_secs_f64() * 1e6).round() / 1e6)
 }
 
+/// A seed (`7`) or an inclusive range of them (`1..10`: seeds 1 to 10).
+pub fn parse_seeds(text: &str) -> Result<RangeInclusive<u64>, String> {
+    let seed = |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("seed {s:?}: {e}"))
+    };
+    let (first, last) = match text.split_once("..") {
+        Some((first, last)) => (seed(first)?, seed(last)?),
+        None => (seed(text)?, seed(text)?),
+    };
+    if first > last {
+        return Err(format!("seeds {text}: the first is above the last"));
+    }
+    Ok(first..=last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seeds_are_one_or_an_inclusive_range() {
+        assert_eq!(parse_seeds("7"), Ok(7..=7));
+        assert_eq!(parse_seeds("1..10"), Ok(1..=10));
+        assert!(parse_seeds("10..1").is_err());
+        assert!(parse_seeds("1..").is_err());
+        assert!(parse_seeds("x").is_err());
+    }
 
     #[test]
     fn queue_limits() {
