@@ -16,6 +16,7 @@ use cr_serve::bottleneck::Discipline;
 use cr_serve::CongestionControl;
 use cr_sim::bottlenecks::{self, BottleneckResult};
 use cr_sim::crowd::{self, Crowd};
+use cr_sim::crowd_seeds;
 use cr_sim::report::ConnectionReport;
 use cr_sim::units::Rate;
 use cr_sim::Scenario;
@@ -83,9 +84,8 @@ fn p95(arm: &crowd::ArmReport) -> f64 {
 /// alone and beside an incumbent long download: CUBIC at 300 ms median
 /// 0.69-0.82 x the baseline's, p95 0.69-0.82 x; at 600 ms 0.74-0.81 x and
 /// 0.71-0.87 x; BBR2 0.81-0.86 x; Reno 0.62-0.82 x and 0.59-0.76 x, but
-/// one p95 at 1.04 x (300 ms beside the download, seed 8: two clients
-/// whose lowered jumps met CoDel finish on Reno's growth of a packet a
-/// round trip). Jain at least 0.975. Losses
+/// one p95 at 1.04 x (300 ms beside the download, seed 8: the next test).
+/// Jain at least 0.975. Losses
 /// after a validation cap the window only when they are wholesale (an
 /// eighth of PipeSize): counting a sixty-fourth, CoDel's few drops capped
 /// a lowered jump's flow below its fair share and the 300 ms CUBIC crowds
@@ -108,6 +108,36 @@ fn behind_fq_codel_a_resumed_crowd_of_ten_is_faster_and_fair() {
         assert!(p95(resume) <= p95(baseline), "{report:?}");
         assert!(resume.jain_fairness.is_some_and(|j| j >= 0.9), "{report:?}");
     }
+}
+
+/// The same target for Reno beside a long download at 300 ms, the one
+/// crowd of the forty above whose p95 missed (seed 8, 1.044 x). A crowd of
+/// ten's p95 is its slowest client, and Reno's slowest behind CoDel is the
+/// client a drop halves below its fair share: at seed 8, a client whose
+/// jump the budget lowered met its own queue while it was validated, ended
+/// slow start there (the rule that keeps drop-tail crowds from overfilling
+/// the path), and one CoDel drop halved it from 127 to 64 kB against a
+/// share of about 170 kB. Over seeds 1..40 the resumed p95 is above the
+/// baseline's in 4 crowds (1.001-1.048 x); over seeds 1..10 every median is
+/// below (0.63-0.68 x), and every seed's clients pooled resume faster
+/// (median 0.662 x, p95 0.870 x). Guarded: each seed's median, the pooled
+/// median and p95, and each seed's p95 within 5 % of the baseline's.
+#[test]
+fn behind_fq_codel_a_reno_crowd_beside_a_download_resumes_faster_over_ten_seeds() {
+    let crowd = Crowd {
+        discipline: Discipline::FqCodel,
+        rtt: Duration::from_millis(300),
+        cc: CongestionControl::Reno,
+        competing: true,
+        ..Crowd::default()
+    };
+    let report = crowd_seeds::run(&crowd, 1..=10).expect("the crowds run");
+    let summary = &report.summary;
+    let below = |ratio: Option<f64>, limit: f64| ratio.is_some_and(|r| r <= limit);
+    assert!(below(summary.median_ratio_max, 1.0), "{summary:?}");
+    assert!(below(summary.pooled_median_ratio, 1.0), "{summary:?}");
+    assert!(below(summary.pooled_p95_ratio, 1.0), "{summary:?}");
+    assert!(below(summary.p95_ratio_max, 1.05), "{summary:?}");
 }
 
 /// Between the points: the same crowd on a 20 Mbit/s link at 450 ms, where
