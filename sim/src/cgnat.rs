@@ -28,6 +28,7 @@ use serde::Serialize;
 
 use crate::crowd::endpoint_settings;
 use crate::crowd::in_world;
+use crate::crowd::mean;
 use crate::crowd::median;
 use crate::crowd::LINGER;
 use crate::endpoint::TokenConfig;
@@ -349,10 +350,6 @@ pub struct ArmReport {
     /// Seconds of download time saved over the baseline, summed over the
     /// downloads (positive: faster).
     pub saved_vs_baseline_s: f64,
-}
-
-fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
 impl ArmReport {

@@ -29,6 +29,7 @@ use crate::endpoint::EndpointSettings;
 use crate::endpoint::TokenConfig;
 use crate::error::SimError;
 use crate::link::SimTime;
+use crate::report::round3;
 use crate::report::ConnectionReport;
 use crate::report::StepView;
 use crate::rng::Rng;
@@ -343,9 +344,9 @@ fn round_s(seconds: f64) -> f64 {
     (seconds * 1e6).round() / 1e6
 }
 
-/// Rounds a ratio to three decimals.
-fn round3(value: f64) -> f64 {
-    (value * 1e3).round() / 1e3
+/// The mean of `values`.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
 /// The median of `values` (the mean of the middle two for an even count).
@@ -558,8 +559,7 @@ impl ArmReport {
             max_completion_s: percentile(&completions, 1.0).map(round_s),
             median_completion_engaged_s: median_of(&reports, |c| c.cr.engaged),
             median_completion_not_engaged_s: median_of(&reports, |c| !c.cr.engaged),
-            mean_completion_s: (!completions.is_empty())
-                .then(|| round_s(completions.iter().sum::<f64>() / completions.len() as f64)),
+            mean_completion_s: mean(&completions).map(round_s),
             lost_packets: reports.iter().map(|c| c.packets_lost).sum(),
             sent_packets: reports.iter().map(|c| c.packets_sent).sum(),
             jain_fairness: jain(&goodputs).map(round3),

@@ -14,8 +14,9 @@ use std::ops::RangeInclusive;
 
 use serde::Serialize;
 
-use crate::crowd::{self, ArmReport, Crowd, CrowdReport};
+use crate::crowd::{self, mean, ArmReport, Crowd, CrowdReport};
 use crate::error::SimError;
+use crate::report::round3;
 
 /// The JSON document of `cr-sim crowd --seed FIRST..LAST --json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -141,14 +142,6 @@ impl SeedsSummary {
             incumbent_in_jumps_baseline: range(|r| &r.baseline),
         }
     }
-}
-
-fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-}
-
-fn round3(value: f64) -> f64 {
-    (value * 1e3).round() / 1e3
 }
 
 #[cfg(test)]

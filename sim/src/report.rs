@@ -22,7 +22,7 @@ fn round_s(seconds: f64) -> f64 {
 }
 
 /// Rounds a rate or ratio to three decimals.
-fn round3(value: f64) -> f64 {
+pub(crate) fn round3(value: f64) -> f64 {
     (value * 1e3).round() / 1e3
 }
 
