@@ -124,6 +124,8 @@ pub struct CarefulResume {
     unvalidated_since: Option<Instant>,
     /// Bytes sent while unvalidated: the round a rate-based jump filled.
     unvalidated_sent: usize,
+    /// When the latest unvalidated packet was sent.
+    last_unvalidated_sent_at: Option<Instant>,
     /// PipeSize when the jump was taken.
     pipesize_at_jump: usize,
     /// The largest smoothed RTT an ACK reported since the jump: whether
@@ -175,6 +177,7 @@ impl CarefulResume {
             first_unvalidated_pn: None,
             last_unvalidated_pn: None,
             unvalidated_since: None,
+            last_unvalidated_sent_at: None,
             unvalidated_sent: 0,
             pipesize_at_jump: 0,
             jump_rtt_peak: Duration::ZERO,
@@ -283,6 +286,7 @@ impl CarefulResume {
             Phase::Unvalidated => {
                 self.first_unvalidated_pn.get_or_insert(sent.pn);
                 self.unvalidated_sent = self.unvalidated_sent.saturating_add(sent.bytes);
+                self.last_unvalidated_sent_at = Some(sent.now);
                 let room = self.jump_window.saturating_sub(sent.bytes_in_flight);
                 // A rate-based jump lasts a round, whatever the flight.
                 if !self.rate_based && room < self.config.max_datagram_size() {
@@ -935,11 +939,31 @@ impl CarefulResume {
     }
 
     /// The rate the jump's packets are acknowledged at, when it is markedly
-    /// below the rate they were paced at.
+    /// below the rate they were sent at: the pacing rate, or less where the
+    /// sender sent them slower (a jump lowered while unvalidated leaves the
+    /// sender waiting once its flight reaches the lowered window, and an
+    /// application may run short of data). ACKs come back no faster than
+    /// their packets left; judged against the pacing rate alone, a jump
+    /// that went out slower read as a slower path (in a crowd spread over
+    /// a round trip, a client whose 97 kB jump was lowered to 54 kB on a
+    /// 50 Mbit/s path ended slow start at 36 kB and took 7.3 s where the
+    /// others took 3.9 s).
     fn path_limited_rate(&self, ack: &Ack) -> Option<u64> {
         let rate = self.jump_ack_rate(ack)?;
+        let sent_at = self
+            .jump_send_rate()
+            .map_or(self.jump_rate, |r| r.min(self.jump_rate));
         let (num, den) = PATH_LIMITED_RATIO;
-        (u128::from(rate) * den < u128::from(self.jump_rate) * num).then_some(rate)
+        (u128::from(rate) * den < u128::from(sent_at) * num).then_some(rate)
+    }
+
+    /// The rate the unvalidated packets left at, bytes per second: from the
+    /// jump to the latest of them.
+    fn jump_send_rate(&self) -> Option<u64> {
+        let span = self
+            .last_unvalidated_sent_at?
+            .checked_duration_since(self.unvalidated_since?)?;
+        (!span.is_zero()).then(|| bytes_per_second(self.unvalidated_sent, span))
     }
 
     /// What `rate` carries per min RTT, never below IW.

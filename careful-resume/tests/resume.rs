@@ -770,6 +770,61 @@ fn a_jump_the_path_kept_pace_with_leaves_ssthresh_at_the_saved_capacity() {
     assert_eq!((t.cwnd, t.ssthresh), (None, Some(pkts(200))));
 }
 
+/// Jumps to 100 datagrams (saved 200) at 101 ms and sends the jump's first
+/// 50 packets (pn 10 to 59) one every 2 ms, half the pacing rate: the
+/// sender ran out of window or data. The path acknowledges pn 0 to 10 at
+/// 202 ms; the jump is then being validated.
+fn jumped_and_sent_at_half_the_pacing_rate(clock: &Clock) -> CarefulResume {
+    let mut cr = jumped(200, clock);
+    for pn in 10..=59u64 {
+        let at = clock.at(102 + 2 * (pn - 10));
+        let flight = pkts(pn as usize + 1);
+        assert_eq!(cr.on_packet_sent(&sent(pn, flight, false, at)), None);
+    }
+    assert_change(
+        cr.on_ack(&ack(Some(10), pkts(11), pkts(49), RTT, clock.at(202))),
+        Phase::Unvalidated,
+        Phase::Validating,
+        Trigger::FirstUnvalidatedPacketAcknowledged,
+    );
+    cr
+}
+
+#[test]
+fn a_jump_sent_slower_than_its_pacing_rate_is_judged_by_the_rate_it_was_sent_at() {
+    // Acknowledged as they were sent, one every 2 ms: the path kept up, and
+    // slow start goes on to the saved capacity. (Judged against the pacing
+    // rate, the ACKs read as a path carrying half of it, and slow start
+    // ended at 50 packets.)
+    let clock = Clock::new();
+    let mut cr = jumped_and_sent_at_half_the_pacing_rate(&clock);
+    assert_eq!(
+        cr.on_ack(&ack(Some(30), pkts(20), pkts(29), RTT, clock.at(242))),
+        None
+    );
+    assert_eq!(cr.take_slow_start_limit(), None);
+    let t = assert_change(
+        cr.on_ack(&ack(Some(59), pkts(29), 0, RTT, clock.at(300))),
+        Phase::Validating,
+        Phase::Normal,
+        Trigger::LastUnvalidatedPacketAcknowledged,
+    );
+    assert_eq!(t.ssthresh, Some(pkts(200)));
+}
+
+#[test]
+fn a_jump_sent_slower_than_its_pacing_rate_and_delivered_slower_still_shows_the_path() {
+    // Acknowledged at half the rate they were sent at (20 packets in 80
+    // ms): the path carries 25 packets per min RTT.
+    let clock = Clock::new();
+    let mut cr = jumped_and_sent_at_half_the_pacing_rate(&clock);
+    assert_eq!(
+        cr.on_ack(&ack(Some(30), pkts(20), pkts(29), RTT, clock.at(282))),
+        None
+    );
+    assert_eq!(cr.take_slow_start_limit(), Some(pkts(25)));
+}
+
 #[test]
 fn acknowledging_the_first_unvalidated_packet_moves_to_validating() {
     let clock = Clock::new();
