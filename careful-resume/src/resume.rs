@@ -126,6 +126,10 @@ pub struct CarefulResume {
     unvalidated_sent: usize,
     /// When the latest unvalidated packet was sent.
     last_unvalidated_sent_at: Option<Instant>,
+    /// While the jump was being validated, the budget would have lowered it
+    /// (others jumped onto the path since): it shares the path as a
+    /// lowered jump does.
+    shared_while_validated: bool,
     /// PipeSize when the jump was taken.
     pipesize_at_jump: usize,
     /// The largest smoothed RTT an ACK reported since the jump: whether
@@ -178,6 +182,7 @@ impl CarefulResume {
             last_unvalidated_pn: None,
             unvalidated_since: None,
             last_unvalidated_sent_at: None,
+            shared_while_validated: false,
             unvalidated_sent: 0,
             pipesize_at_jump: 0,
             jump_rtt_peak: Duration::ZERO,
@@ -579,7 +584,10 @@ impl CarefulResume {
     /// more unvalidated data once its flight reaches it.
     /// Once a lowered jump is validated while the RTT shows a queue, slow
     /// start ends at PipeSize (see `slow_start_ceiling`); without a queue,
-    /// it goes on to the saved capacity.
+    /// it goes on to the saved capacity. While the jump is being validated
+    /// the window no longer changes, but a limit below the jump marks it
+    /// as sharing the path, as if it had been lowered: others jumped onto
+    /// the path since it began.
     ///
     /// Returns whether the window changed.
     pub fn limit_jump(&mut self, max_jump: usize) -> bool {
@@ -588,7 +596,11 @@ impl CarefulResume {
             // Slow start would have sent twice the flight in this round:
             // a lowered jump never sends less.
             Phase::Unvalidated => self.pipesize_at_jump.saturating_mul(2),
-            Phase::Validating | Phase::SafeRetreat | Phase::Normal => return false,
+            Phase::Validating => {
+                self.shared_while_validated |= max_jump < self.jump_window();
+                return false;
+            }
+            Phase::SafeRetreat | Phase::Normal => return false,
         };
         let before = self.jump_window();
         self.jump_window = self.jump_window.min(max_jump.max(floor));
@@ -671,7 +683,8 @@ impl CarefulResume {
             .config
             .jump_window(&self.saved)
             .min(self.room_beside_the_queue);
-        self.jump_window < full && self.jump_rtt_peak >= ack.min_rtt + queue_threshold(ack.min_rtt)
+        (self.jump_window < full || self.shared_while_validated)
+            && self.jump_rtt_peak >= ack.min_rtt + queue_threshold(ack.min_rtt)
     }
 
     /// PipeSize: the capacity validated so far, in bytes.

@@ -265,6 +265,38 @@ fn a_lowered_jump_lowers_slow_start_after_it_only_while_the_rtt_shows_a_queue() 
     assert_eq!(ssthresh_after_a_lowered_jump(None, queue), Some(pkts(200)));
 }
 
+/// A jump made in full that others join while it is being validated (the
+/// budget would lower it now) shares the path as a lowered jump does: with
+/// a queue, slow start ends at PipeSize. The window itself no longer
+/// changes.
+#[test]
+fn a_full_jump_that_others_join_while_it_is_validated_counts_as_lowered() {
+    let validated_after = |budget: Option<usize>| {
+        let clock = Clock::new();
+        let (mut cr, window) = validating_after_the_first_ack(None, RTT, &clock);
+        if let Some(limit) = budget {
+            assert!(!cr.limit_jump(pkts(limit)));
+            assert_eq!(cr.jump_window(), pkts(100));
+        }
+        let last = Ack {
+            smoothed_rtt: RTT + Duration::from_millis(20),
+            ..ack(
+                Some(window as u64 - 1),
+                pkts(window - 26),
+                0,
+                RTT,
+                clock.at(211),
+            )
+        };
+        let t = cr.on_ack(&last).expect("validated");
+        (t.to, t.ssthresh)
+    };
+    assert_eq!(validated_after(Some(40)), (Phase::Normal, Some(pkts(110))));
+    // A limit at or above the jump says nothing: alone, the saved capacity.
+    assert_eq!(validated_after(Some(100)), (Phase::Normal, Some(pkts(200))));
+    assert_eq!(validated_after(None), (Phase::Normal, Some(pkts(200))));
+}
+
 /// A lowered jump that meets a queue while it is being validated ends slow
 /// start there, at PipeSize: the crowd's jumps fill the path, and doubling
 /// on until the validation a round later would overfill its queue (issue

@@ -9,7 +9,7 @@
 //! of 242 kB onto a 3.75 MB path lost 9.2x the packets slow start did). So
 //! the server assumes they might share one. Within a group of clients
 //! ([`JumpBudget::clients`], the whole server by default), while `n` jumps
-//! are to come or unvalidated, each may be at most [`JumpBudget::jumps`]
+//! are to come, unvalidated or being validated, each may be at most [`JumpBudget::jumps`]
 //! `/ n` of its own full jump: together about what `jumps` of them would
 //! send alone. A lone client jumps in full. As a crowd arrives, the jumps
 //! already under way are lowered too (a jump is paced over a round trip,
@@ -23,9 +23,16 @@
 //! one, slow start goes on to the saved capacity once the jump is
 //! validated (`careful_resume::CarefulResume::limit_jump`).
 //!
-//! A jump holds its place from the grant of its saved set until it is no
-//! longer unvalidated (Validating, Normal or Safe Retreat), Careful Resume
-//! ends without a jump, or the connection closes. The place is a [`Share`]
+//! A jump holds its place from the grant of its saved set until it is
+//! validated or retreats, Careful Resume ends without a jump, or the
+//! connection closes. A jump made in full that others join while it is
+//! being validated counts as lowered: with a queue, its slow start ends at
+//! what it validated. (Released once unvalidated, the first jumps of a
+//! crowd arriving over two round trips or more went uncounted by the
+//! later ones and, validated before those arrived, each slow-started on to
+//! its saved capacity, the whole path: 1,117 packets lost over five seeds
+//! of cr-sim's ten-client 2 MiB crowd at 300 ms spread over 3 s, against
+//! 154 held.) The place is a [`Share`]
 //! that gives itself back when dropped, so a connection its event loop
 //! drops early (say, without a last `on_progress`) cannot hold it forever.
 

@@ -141,7 +141,7 @@ pub struct ResumeSession {
     /// Whether an unused jump was counted and logged.
     jump_unused_reported: bool,
     /// This connection's place in the server's jump budget, held from the
-    /// grant until the jump is no longer unvalidated.
+    /// grant until the jump is validated or retreats.
     share: Option<Share>,
     /// Whether the jump was lowered to its share (counted once).
     jump_limited: bool,
@@ -568,9 +568,11 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
 
     /// Lowers the connection's jump, to come or unvalidated, to what the
     /// jump budget allows now (more connections may have jumped since the
-    /// last look), and gives its place back once the jump is no longer
-    /// unvalidated (being validated, retreated, never made) or the
-    /// connection is closing.
+    /// last look); while the jump is validated, tells Careful Resume when
+    /// the budget would have lowered it (it then shares the path as a
+    /// lowered jump does); and gives its place back once Careful Resume no
+    /// longer holds a jump to come or to validate (validated, retreated,
+    /// never made) or the connection is closing.
     fn share_jump<F: BufFactory>(
         &self,
         conn: &mut quiche::Connection<F>,
@@ -581,7 +583,10 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         };
         let unvalidated = conn.careful_resume().is_some_and(|resume| {
             resume.is_active()
-                && matches!(resume.phase(), Phase::Reconnaissance | Phase::Unvalidated)
+                && matches!(
+                    resume.phase(),
+                    Phase::Reconnaissance | Phase::Unvalidated | Phase::Validating
+                )
         });
         if !unvalidated || session.closed {
             session.share = None;

@@ -895,6 +895,39 @@ fn a_crowd_arriving_over_a_round_trip_resumes_faster() {
     }
 }
 
+/// The probe (ten clients that each saved the whole path: 2 MiB at 50
+/// Mbit/s and 300 ms) arriving over ten round trips (3 s) resumes faster
+/// at every seed, median and p95. Measured over seeds 1..5: medians
+/// 0.53-0.62 x, p95s 0.47-0.93 x; 154 packets lost in all against none. A
+/// jump holds its place in the budget until it is validated, and a jump
+/// made in full that others join while it is being validated counts as
+/// lowered: when its place was given back at the end of Unvalidated, the
+/// first clients, validated before the others arrived, each slow-started
+/// on to the whole path: 1,117 lost, p95 1.55 x on average (up to 2.99 x).
+#[test]
+fn the_probe_crowd_arriving_over_ten_round_trips_resumes_faster() {
+    let probe = suite::crowd_cases()
+        .into_iter()
+        .find(|case| case.name == "crowd-10-2MiB-300ms")
+        .expect("the probe");
+    for seed in 1..=5 {
+        let report = cr_sim::crowd::run(&cr_sim::crowd::Crowd {
+            spread: Duration::from_secs(3),
+            seed,
+            ..probe.crowd.clone()
+        })
+        .expect("the crowd runs");
+        let median = report
+            .ratio(|a| a.median_completion_s)
+            .expect("completions");
+        let p95 = report.ratio(|a| a.p95_completion_s).expect("completions");
+        assert!(
+            median <= 1.0 && p95 <= 1.0,
+            "seed {seed}: median {median:.3} x, p95 {p95:.3} x the baseline's"
+        );
+    }
+}
+
 /// The budget is what keeps the crowd's losses down: the probe
 /// (10 clients, 2 MiB at 300 ms) with every jump in full loses 6,189
 /// packets (with the budget none; the test asks for more than three times
