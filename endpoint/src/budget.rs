@@ -5,23 +5,24 @@
 //! of what it saved. A server cannot tell whether its clients share a
 //! bottleneck: after a restart, a popular release or a satellite beam
 //! coming back, many of them resume at once, and their jumps together can
-//! be many times what the path holds (cr-sim's flash crowds: fifty jumps
-//! of 242 kB onto a 3.75 MB path lost 9.2x the packets slow start did). So
-//! the server assumes they might share one. Within a group of clients
+//! be many times what the path holds (cr-sim's flash crowds: fifty jumps of
+//! 242 kB onto a 3.75 MB path lost 9.2x the packets slow start did). So the
+//! server assumes they might share one. Within a group of clients
 //! ([`JumpBudget::clients`], the whole server by default), while `n` jumps
-//! are to come, unvalidated or being validated, each may be at most [`JumpBudget::jumps`]
-//! `/ n` of its own full jump: together about what `jumps` of them would
-//! send alone. A lone client jumps in full. As a crowd arrives, the jumps
-//! already under way are lowered too (a jump is paced over a round trip,
-//! so most of it is still to be sent), so every member ends with about the
-//! same share, and none races ahead of the others. A jump lowered to no
-//! more than twice the window it would jump from is not made (slow start
-//! sends as much in that round without a validation): the connection
-//! slow-starts, as without a token. Shrinking the jump is within RFC 9959 (a sender may
-//! jump to less). A lowered jump that meets a queue (the others' shares
-//! fill the path) ends slow start there, at what it validated; without
-//! one, slow start goes on to the saved capacity once the jump is
-//! validated (`careful_resume::CarefulResume::limit_jump`).
+//! are to come, unvalidated or being validated, each may be at most
+//! [`JumpBudget::jumps`] `/ n` of its own full jump: together about what
+//! `jumps` of them would send alone. A lone client jumps in full. As a
+//! crowd arrives, the jumps already under way are lowered too (a jump is
+//! paced over a round trip, so most of it is still to be sent), so every
+//! member ends with about the same share, and none races ahead of the
+//! others. A jump lowered to no more than twice the window it would jump
+//! from is not made (slow start sends as much in that round without a
+//! validation): the connection slow-starts, as without a token. Shrinking
+//! the jump is within RFC 9959 (a sender may jump to less). A lowered jump
+//! that meets a queue (the others' shares fill the path) ends slow start
+//! there, at what it validated; without one, slow start goes on to the
+//! saved capacity once the jump is validated
+//! (`careful_resume::CarefulResume::limit_jump`).
 //!
 //! A jump holds its place from the grant of its saved set until it is
 //! validated or retreats, Careful Resume ends without a jump, or the
@@ -32,9 +33,9 @@
 //! later ones and, validated before those arrived, each slow-started on to
 //! its saved capacity, the whole path: 1,117 packets lost over five seeds
 //! of cr-sim's ten-client 2 MiB crowd at 300 ms spread over 3 s, against
-//! 154 held.) The place is a [`Share`]
-//! that gives itself back when dropped, so a connection its event loop
-//! drops early (say, without a last `on_progress`) cannot hold it forever.
+//! 154 held.) The place is a [`Share`] that gives itself back when
+//! dropped, so a connection its event loop drops early (say, without a
+//! last `on_progress`) cannot hold it forever.
 
 use std::collections::HashMap;
 use std::net::IpAddr;

@@ -581,14 +581,14 @@ impl<R: Rng, G: TokenGuard> ResumeServer<R, G> {
         let Some(share) = &session.share else {
             return;
         };
-        let unvalidated = conn.careful_resume().is_some_and(|resume| {
+        let jump_held = conn.careful_resume().is_some_and(|resume| {
             resume.is_active()
                 && matches!(
                     resume.phase(),
                     Phase::Reconnaissance | Phase::Unvalidated | Phase::Validating
                 )
         });
-        if !unvalidated || session.closed {
+        if !jump_held || session.closed {
             session.share = None;
             return;
         }

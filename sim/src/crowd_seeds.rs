@@ -86,20 +86,21 @@ pub fn run(crowd: &Crowd, seeds: RangeInclusive<u64>) -> Result<SeedsReport, Sim
 impl SeedsSummary {
     /// The summary of `reports`, one per seed.
     pub fn of(reports: &[CrowdReport]) -> SeedsSummary {
-        let medians: Vec<f64> = reports
+        let ratios: Vec<(Option<f64>, Option<f64>)> = reports
             .iter()
-            .filter_map(|r| r.ratio(|a| a.median_completion_s))
-            .collect();
-        let p95s: Vec<f64> = reports
-            .iter()
-            .filter_map(|r| r.ratio(|a| a.p95_completion_s))
-            .collect();
-        let slower_runs = reports
-            .iter()
-            .filter(|r| {
-                let above = |x: Option<f64>| x.is_some_and(|x| x > 1.0);
-                above(r.ratio(|a| a.median_completion_s)) || above(r.ratio(|a| a.p95_completion_s))
+            .map(|r| {
+                (
+                    r.ratio(|a| a.median_completion_s),
+                    r.ratio(|a| a.p95_completion_s),
+                )
             })
+            .collect();
+        let medians: Vec<f64> = ratios.iter().filter_map(|&(median, _)| median).collect();
+        let p95s: Vec<f64> = ratios.iter().filter_map(|&(_, p95)| p95).collect();
+        let above = |x: Option<f64>| x.is_some_and(|x| x > 1.0);
+        let slower_runs = ratios
+            .iter()
+            .filter(|&&(median, p95)| above(median) || above(p95))
             .count();
         let pooled = |arm: fn(&CrowdReport) -> &ArmReport| -> Vec<f64> {
             reports

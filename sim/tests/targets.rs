@@ -848,22 +848,41 @@ fn a_resumed_crowd_is_no_slower_than_its_baseline() {
 #[test]
 fn a_crowd_of_ten_resumes_faster_between_the_measured_points() {
     for (mbit, rtt_ms) in [(20, 300), (20, 800), (30, 450), (75, 300), (75, 800)] {
-        let report = cr_sim::crowd::run(&cr_sim::crowd::Crowd {
+        let crowd = cr_sim::crowd::Crowd {
             clients: 10,
             rate: Rate::mbit(mbit),
             rtt: Duration::from_millis(rtt_ms),
             ..cr_sim::crowd::Crowd::default()
-        })
-        .expect("the crowd runs");
-        let median = report
-            .ratio(|a| a.median_completion_s)
-            .expect("completions");
-        let p95 = report.ratio(|a| a.p95_completion_s).expect("completions");
-        assert!(
-            median <= 1.0 && p95 <= 1.0,
-            "{mbit} Mbit/s, {rtt_ms} ms: median {median:.3} x, p95 {p95:.3} x the baseline's"
-        );
+        };
+        assert_resumes_no_slower(&crowd, &format!("{mbit} Mbit/s, {rtt_ms} ms"));
     }
+}
+
+/// Runs `crowd` and checks that its resumed arm's median and p95 are at
+/// most the baseline's; `what` names the crowd in the failure.
+fn assert_resumes_no_slower(crowd: &cr_sim::crowd::Crowd, what: &str) {
+    let report = cr_sim::crowd::run(crowd).expect("the crowd runs");
+    let median = report
+        .ratio(|a| a.median_completion_s)
+        .expect("completions");
+    let p95 = report.ratio(|a| a.p95_completion_s).expect("completions");
+    assert!(
+        median <= 1.0 && p95 <= 1.0,
+        "{what}: median {median:.3} x, p95 {p95:.3} x the baseline's"
+    );
+}
+
+/// The suite's probe crowd: ten clients that each saved the whole path
+/// (2 MiB at 50 Mbit/s and 300 ms), as `make load-probe` on real sockets.
+const PROBE: &str = "crowd-10-2MiB-300ms";
+
+/// The crowd of [`PROBE`].
+fn probe() -> cr_sim::crowd::Crowd {
+    suite::crowd_cases()
+        .into_iter()
+        .find(|case| case.name == PROBE)
+        .expect("the probe")
+        .crowd
 }
 
 /// Between the suite's spreads: the crowd of ten (600 ms, 1 MiB) arriving
@@ -877,21 +896,13 @@ fn a_crowd_of_ten_resumes_faster_between_the_measured_points() {
 #[test]
 fn a_crowd_arriving_over_a_round_trip_resumes_faster() {
     for seed in 1..=5 {
-        let report = cr_sim::crowd::run(&cr_sim::crowd::Crowd {
+        let crowd = cr_sim::crowd::Crowd {
             clients: 10,
             spread: Duration::from_millis(600),
             seed,
             ..cr_sim::crowd::Crowd::default()
-        })
-        .expect("the crowd runs");
-        let median = report
-            .ratio(|a| a.median_completion_s)
-            .expect("completions");
-        let p95 = report.ratio(|a| a.p95_completion_s).expect("completions");
-        assert!(
-            median <= 1.0 && p95 <= 1.0,
-            "seed {seed}: median {median:.3} x, p95 {p95:.3} x the baseline's"
-        );
+        };
+        assert_resumes_no_slower(&crowd, &format!("seed {seed}"));
     }
 }
 
@@ -906,25 +917,13 @@ fn a_crowd_arriving_over_a_round_trip_resumes_faster() {
 /// on to the whole path: 1,117 lost, p95 1.55 x on average (up to 2.99 x).
 #[test]
 fn the_probe_crowd_arriving_over_ten_round_trips_resumes_faster() {
-    let probe = suite::crowd_cases()
-        .into_iter()
-        .find(|case| case.name == "crowd-10-2MiB-300ms")
-        .expect("the probe");
     for seed in 1..=5 {
-        let report = cr_sim::crowd::run(&cr_sim::crowd::Crowd {
+        let crowd = cr_sim::crowd::Crowd {
             spread: Duration::from_secs(3),
             seed,
-            ..probe.crowd.clone()
-        })
-        .expect("the crowd runs");
-        let median = report
-            .ratio(|a| a.median_completion_s)
-            .expect("completions");
-        let p95 = report.ratio(|a| a.p95_completion_s).expect("completions");
-        assert!(
-            median <= 1.0 && p95 <= 1.0,
-            "seed {seed}: median {median:.3} x, p95 {p95:.3} x the baseline's"
-        );
+            ..probe()
+        };
+        assert_resumes_no_slower(&crowd, &format!("seed {seed}"));
     }
 }
 
@@ -934,18 +933,14 @@ fn the_probe_crowd_arriving_over_ten_round_trips_resumes_faster() {
 /// as many), and its jumps retreat.
 #[test]
 fn without_the_jump_budget_the_probe_crowd_floods_the_bottleneck() {
-    let case = suite::crowd_cases()
-        .into_iter()
-        .find(|case| case.name == "crowd-10-2MiB-300ms")
-        .expect("the probe");
     let crowd = cr_sim::crowd::Crowd {
         jump_budget: false,
-        ..case.crowd
+        ..probe()
     };
     let unshared = cr_sim::crowd::run_arm(&crowd, true).expect("the resumed arm");
     let shared = crowd_results()
         .iter()
-        .find(|result| result.name == case.name)
+        .find(|result| result.name == PROBE)
         .and_then(|result| result.crowd.as_ref().ok())
         .expect("the probe's report");
     let jumps = cr_sim::crowd::jumps_stretch(&crowd, &unshared);
